@@ -1,0 +1,61 @@
+# Attention, from Scratch: two commands do all the set-up on a fresh machine.
+#   make book   builds the HTML book into _build/html
+#   make test   runs the whole suite (unit tests, nbval on every chapter, browser tests)
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+VENV_STAMP := $(VENV)/.installed
+WIDGETS_JS := _vendor/html-manager/embed.js
+BOOK_INDEX := _build/html/index.html
+BOOK_SOURCES := _config.yml _toc.yml $(shell find book -name '*.ipynb' -o -name '*.md' 2>/dev/null | grep -v ipynb_checkpoints)
+NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
+
+.PHONY: book test lab notebooks bench clean setup
+
+book: $(VENV_STAMP) $(WIDGETS_JS)
+	$(BIN)/jupyter-book build -W -n --keep-going .
+	@echo "The book: $(CURDIR)/$(BOOK_INDEX)"
+
+test: $(VENV_STAMP) $(BOOK_INDEX)
+	$(PY) -m pytest
+
+setup: $(VENV_STAMP) $(WIDGETS_JS)
+
+# The virtual environment: made if missing, refreshed when the pins change.
+$(VENV_STAMP): requirements.txt pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps -e .
+	touch $@
+
+# The ipywidgets HTML manager, served by the book itself (no CDN).
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --ignore-scripts
+	touch $@
+
+$(WIDGETS_JS): node_modules/.installed
+	rm -rf _vendor/html-manager
+	mkdir -p _vendor/html-manager
+	cp node_modules/@jupyter-widgets/html-manager/dist/* _vendor/html-manager/
+	rm -f _vendor/html-manager/*.map
+	touch $@
+
+$(BOOK_INDEX): $(VENV_STAMP) $(WIDGETS_JS) $(BOOK_SOURCES)
+	$(BIN)/jupyter-book build -W -n --keep-going .
+
+lab: $(VENV_STAMP)
+	$(BIN)/jupyter lab --notebook-dir=book
+
+# Re-execute every chapter in place: how an author refreshes the stored outputs
+# (and saved widget state) that nbval then re-checks.
+notebooks: $(VENV_STAMP)
+	$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
+	  --ExecutePreprocessor.timeout=900 --ExecutePreprocessor.kernel_name=python3 $(NOTEBOOKS)
+
+clean:
+	rm -rf _build _vendor node_modules $(VENV) .pytest_cache .hypothesis
+	find . -name __pycache__ -prune -exec rm -rf {} +

@@ -1,0 +1,54 @@
+"""Softmax with a mask, and masks built from sequence lengths.
+
+Every attention function in the book turns scores into weights here, so the
+rules live in one place: a boolean mask with ``True = keep``; masked entries get
+exactly zero weight; a row with nothing left to keep gets all zeros (not NaN,
+not a uniform row); no magic constant like ``-2**32 + 1`` that overflows in
+half precision.
+"""
+
+import torch
+
+from ._checks import require_bool_mask, require_float, require_tensor
+
+
+def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None, dim: int = -1) -> torch.Tensor:
+    """Softmax of ``scores`` along ``dim``, ignoring the entries where ``mask`` is False.
+
+    scores: (..., n) floating point, any dtype (float16 and bfloat16 included).
+    mask:   boolean, broadcastable to ``scores``; True = keep, False = ignore.
+    Returns weights of the shape and dtype of ``scores``. Along ``dim`` each slice
+    sums to 1 over its kept entries, or is all zeros if every entry is masked.
+    """
+    require_float("scores", scores)
+    if mask is None:
+        return torch.softmax(scores, dim=dim)
+    require_bool_mask(mask, scores.shape)
+    # The most negative finite number of the dtype: exp() of it (minus the row
+    # maximum) is 0, and unlike -inf it never produces inf - inf = NaN.
+    lowest = torch.finfo(scores.dtype).min
+    weights = torch.softmax(scores.masked_fill(~mask, lowest), dim=dim)
+    # A fully masked slice would come out uniform; zeroing masked entries fixes
+    # that and makes masked weights exactly 0 everywhere.
+    return weights.masked_fill(~mask, 0.0)
+
+
+def lengths_to_mask(valid_lens, n: int) -> torch.Tensor:
+    """Boolean mask that keeps the first ``valid_lens[...]`` of ``n`` positions.
+
+    valid_lens: (...) integer lengths, each in [0, n] (a tensor or a list).
+    Returns mask: (..., n) with ``mask[..., j] = j < valid_lens[...]``.
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ValueError(f"n must be a non-negative int, got {n!r}")
+    if not isinstance(valid_lens, torch.Tensor):
+        valid_lens = torch.as_tensor(valid_lens)
+    require_tensor("valid_lens", valid_lens)
+    if valid_lens.is_floating_point() or valid_lens.is_complex() or valid_lens.dtype == torch.bool:
+        raise TypeError(f"valid_lens must hold integers, got dtype {valid_lens.dtype}")
+    bad = (valid_lens < 0) | (valid_lens > n)
+    if bad.any():
+        first = valid_lens[bad].flatten()[0].item()
+        raise ValueError(f"valid length {first} is outside [0, {n}]")
+    positions = torch.arange(n, device=valid_lens.device)
+    return positions < valid_lens.unsqueeze(-1)
