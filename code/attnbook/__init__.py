@@ -1,22 +1,53 @@
 """attnbook: the code of *Attention, from Scratch*.
 
 Layers, bottom up (nothing imports upward):
-  tensor functions  masking, kernel_regression
+  tensor functions  masking, kernel_regression, scoring, attention, positional, chunked
+  modules           multihead, self_attention, transformer, pointer
   plotting          plotting
   widgets           attnbook.widgets (imported on demand, needs ipywidgets)
 """
 
+from .attention import attention, attention_weights, hard_attention
+from .chunked import chunked_attention
 from .kernel_regression import gaussian_scores, nadaraya_watson, regression_data, regression_target
 from .masking import lengths_to_mask, masked_softmax
+from .multihead import MultiHeadAttention, merge_heads, split_heads
 from .plotting import show_heatmaps
+from .pointer import PointerNetwork, pretrained_sorter, sorting_batch
+from .positional import LearnedPositionalEmbedding, PositionalEncoding, position_shift_matrix, sinusoidal_encoding
+from .scoring import AdditiveScore, BilinearScore, dot_score, scaled_dot_score
+from .self_attention import SelfAttention
+from .transformer import LayerNorm, TransformerEncoder, TransformerEncoderBlock
 
 __all__ = [
+    "AdditiveScore",
+    "BilinearScore",
+    "LayerNorm",
+    "LearnedPositionalEmbedding",
+    "MultiHeadAttention",
+    "PointerNetwork",
+    "PositionalEncoding",
+    "SelfAttention",
+    "TransformerEncoder",
+    "TransformerEncoderBlock",
+    "attention",
+    "attention_weights",
+    "chunked_attention",
+    "dot_score",
     "gaussian_scores",
+    "hard_attention",
     "lengths_to_mask",
     "masked_softmax",
+    "merge_heads",
     "nadaraya_watson",
+    "position_shift_matrix",
+    "pretrained_sorter",
     "regression_data",
     "regression_target",
+    "scaled_dot_score",
     "show_heatmaps",
+    "sinusoidal_encoding",
+    "sorting_batch",
+    "split_heads",
 ]
 __version__ = "0.1.0"
