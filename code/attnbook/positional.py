@@ -1,22 +1,99 @@
-"""Placeholder: being written. Replace this whole file."""
+"""Positional encodings: telling attention where each token is.
 
+The sinusoidal encoding of "Attention Is All You Need":
+    P[pos, 2i]   = sin(pos / base^(2i/d))
+    P[pos, 2i+1] = cos(pos / base^(2i/d))
+Each (sin, cos) column pair shares one frequency omega_i = base^(-2i/d), which is
+what makes a shift by delta positions a fixed rotation of every pair.
+"""
+
+import torch
 from torch import nn
 
-
-def sinusoidal_encoding(*args, **kwargs):
-    raise NotImplementedError
+from ._checks import require_float, require_positive, require_same_size
 
 
-def position_shift_matrix(*args, **kwargs):
-    raise NotImplementedError
+def _check_dim(dim) -> None:
+    if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+        raise ValueError(f"dim must be a positive int, got {dim!r}")
+
+
+def pair_frequencies(dim: int, base: float = 10000.0, dtype=torch.float64) -> torch.Tensor:
+    """omega_i = base^(-2i/dim) for i = 0 .. ceil(dim/2) - 1, shape (ceil(dim/2),)."""
+    _check_dim(dim)
+    require_positive("base", base)
+    return base ** (-torch.arange(0, dim, 2, dtype=dtype) / dim)
+
+
+def sinusoidal_encoding(num_positions: int, dim: int, base: float = 10000.0) -> torch.Tensor:
+    """The sinusoidal position matrix P, shape (num_positions, dim), float32.
+
+    Column 2i is sin(pos * omega_i), column 2i+1 is cos(pos * omega_i) with
+    omega_i = base^(-2i/dim). An odd dim works: the last column is a sine.
+    """
+    if isinstance(num_positions, bool) or not isinstance(num_positions, int) or num_positions < 0:
+        raise ValueError(f"num_positions must be a non-negative int, got {num_positions!r}")
+    angles = torch.arange(num_positions, dtype=torch.float64)[:, None] * pair_frequencies(dim, base)
+    encoding = torch.empty(num_positions, dim, dtype=torch.float64)
+    encoding[:, 0::2] = torch.sin(angles)
+    encoding[:, 1::2] = torch.cos(angles[:, : dim // 2])
+    return encoding.float()
+
+
+def position_shift_matrix(delta: float, dim: int, base: float = 10000.0) -> torch.Tensor:
+    """The matrix M, shape (dim, dim), with M @ P[i] = P[i + delta] for every position i.
+
+    Block-diagonal: on each column pair (2j, 2j+1) it is the rotation
+    [[cos(delta w_j), sin(delta w_j)], [-sin(delta w_j), cos(delta w_j)]]; it does
+    not depend on i. For an odd dim the last (unpaired sine) column has no such
+    map, so dim must be even here.
+    """
+    _check_dim(dim)
+    if dim % 2:
+        raise ValueError(f"position_shift_matrix needs an even dim, got {dim}")
+    angle = delta * pair_frequencies(dim, base)
+    cos, sin = torch.cos(angle), torch.sin(angle)
+    matrix = torch.zeros(dim, dim, dtype=torch.float64)
+    rows = torch.arange(0, dim, 2)
+    matrix[rows, rows] = cos
+    matrix[rows, rows + 1] = sin
+    matrix[rows + 1, rows] = -sin
+    matrix[rows + 1, rows + 1] = cos
+    return matrix.float()
+
+
+def _check_sequence(x: torch.Tensor, dim: int, max_len: int) -> None:
+    require_float("x", x)
+    if x.dim() < 2:
+        raise ValueError(f"x needs shape (..., n, dim), got {tuple(x.shape)}")
+    require_same_size("feature size", "x", x.shape[-1], "dim", dim)
+    if x.shape[-2] > max_len:
+        raise ValueError(f"sequence length {x.shape[-2]} exceeds max_len {max_len}")
 
 
 class PositionalEncoding(nn.Module):
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedError
+    """Adds the fixed sinusoidal encoding to a batch: x (B, n, dim) -> x + P[:n], then dropout."""
+
+    def __init__(self, dim: int, max_len: int = 1024, dropout: float = 0.0, base: float = 10000.0):
+        super().__init__()
+        self.dim, self.max_len = dim, max_len
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer("encoding", sinusoidal_encoding(max_len, dim, base), persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _check_sequence(x, self.dim, self.max_len)
+        return self.dropout(x + self.encoding[: x.shape[-2]].to(x.dtype))
 
 
 class LearnedPositionalEmbedding(nn.Module):
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedError
+    """Adds a trainable vector per position (BERT-style): x (B, n, dim) -> x + E[:n]."""
 
+    def __init__(self, max_len: int, dim: int):
+        super().__init__()
+        self.dim, self.max_len = dim, max_len
+        self.embedding = nn.Embedding(max_len, dim)
+        nn.init.normal_(self.embedding.weight, std=0.02)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _check_sequence(x, self.dim, self.max_len)
+        return x + self.embedding.weight[: x.shape[-2]].to(x.dtype)
