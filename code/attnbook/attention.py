@@ -23,10 +23,20 @@ def attention_weights(queries, keys, score=scaled_dot_score, mask=None) -> torch
 
 
 def _check_values(keys: torch.Tensor, values: torch.Tensor) -> None:
+    require_float("keys", keys)
     require_float("values", values)
+    if keys.dim() < 2:
+        raise ValueError(f"keys need shape (..., n_k, d_k), got {tuple(keys.shape)}")
     if values.dim() < 2:
         raise ValueError(f"values need shape (..., n_k, d_v), got {tuple(values.shape)}")
     require_same_size("number of keys and values", "keys", keys.shape[-2], "values", values.shape[-2])
+    try:
+        torch.broadcast_shapes(keys.shape[:-2], values.shape[:-2])
+    except RuntimeError:
+        raise ValueError(
+            f"batch dimensions of keys {tuple(keys.shape[:-2])} and values "
+            f"{tuple(values.shape[:-2])} do not broadcast"
+        ) from None
 
 
 def attention(queries, keys, values, score=scaled_dot_score, mask=None):
@@ -63,5 +73,9 @@ def hard_attention(queries, keys, values, score=scaled_dot_score, mask=None, mod
     else:
         flat = weights.detach().reshape(-1, weights.shape[-1]).float()
         index = torch.multinomial(flat, 1, generator=generator).reshape(weights.shape[:-1])
+    # Give values and index the same batch dimensions, then pick row index[..., i] for query i.
+    batch = torch.broadcast_shapes(values.shape[:-2], index.shape[:-1])
+    index = index.expand(*batch, index.shape[-1])
+    values = values.expand(*batch, *values.shape[-2:])
     output = torch.take_along_dim(values, index.unsqueeze(-1), dim=-2)
     return output, index

@@ -67,17 +67,33 @@ class MultiHeadAttention(nn.Module):
     def forward(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor | None = None):
         """query: (B, n_q, embed_dim), key and value: (B, n_k, embed_dim).
 
-        mask: boolean, True = keep, broadcastable to the weights (B, num_heads, n_q, n_k);
-        a key-padding mask of shape (B, n_k) becomes ``mask[:, None, None, :]``.
+        Unbatched inputs (n, embed_dim) work too, as in torch.
+        mask: boolean, True = keep, broadcastable to the weights (B, num_heads, n_q, n_k).
+        Broadcasting aligns trailing dimensions, so a 2-D mask is read as (n_q, n_k):
+        pass a key-padding mask ``keep`` of shape (B, n_k) as ``keep[:, None, None, :]``.
+        (torch's ``key_padding_mask`` is the opposite, True = ignore: ``keep = ~key_padding_mask``.)
         Returns (output (B, n_q, embed_dim), weights (B, num_heads, n_q, n_k)).
+        A query whose keys are all masked gets zero weights and the output ``out_proj(0)``
+        (torch returns NaN there).
         """
-        for name, tensor in (("query", query), ("key", key), ("value", value)):
-            require_float(name, tensor)
-            require_same_size(f"{name} feature size", name, tensor.shape[-1], "embed_dim", self.embed_dim)
-        require_same_size("number of keys and values", "key", key.shape[-2], "value", value.shape[-2])
+        self._check_inputs(query, key, value)
         q, k, v = (split_heads(t, self.num_heads) for t in self.project(query, key, value))
         heads, weights = attention(q, k, v, score=scaled_dot_score, mask=mask)
         return self.out_proj(merge_heads(heads)), weights
+
+    def _check_inputs(self, query, key, value) -> None:
+        """Float tensors (..., n, embed_dim) with equal batch shapes and as many keys as values."""
+        for name, tensor in (("query", query), ("key", key), ("value", value)):
+            require_float(name, tensor)
+            if tensor.dim() < 2:
+                raise ValueError(f"{name} needs shape (B, n, embed_dim) or (n, embed_dim), got {tuple(tensor.shape)}")
+            require_same_size(f"{name} feature size", name, tensor.shape[-1], "embed_dim", self.embed_dim)
+        if not query.shape[:-2] == key.shape[:-2] == value.shape[:-2]:
+            raise ValueError(
+                f"batch shapes must match: query {tuple(query.shape[:-2])}, key {tuple(key.shape[:-2])}, "
+                f"value {tuple(value.shape[:-2])}"
+            )
+        require_same_size("number of keys and values", "key", key.shape[-2], "value", value.shape[-2])
 
     @torch.no_grad()
     def load_torch_weights(self, module: nn.MultiheadAttention) -> "MultiHeadAttention":

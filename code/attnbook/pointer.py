@@ -1,17 +1,292 @@
-"""Placeholder: being written. Replace this whole file."""
+"""Pointer networks: a sequence-to-sequence model whose outputs are input positions.
 
+Source: nndl §1.1.3.4. An LSTM encoder reads the inputs x_1..x_N into states
+e_1..e_N. A decoder LSTM, started from the encoder's final state and fed the
+input it chose at the previous step, produces a state h_m at every output step m.
+The pointer distribution of step m is an attention distribution over the inputs,
+
+    s_{m,n} = v^T tanh(W e_n + U h_m),    p(c_m = n | ...) = softmax_n(s_{m,n}),
+
+with the positions chosen at earlier steps masked out. The scores are exactly
+``AdditiveScore`` (keys = encoder states, queries = decoder states) and the
+masking is ``masked_softmax`` with a keep-mask. The book's task is sorting:
+output the positions of the inputs from the largest to the smallest.
+"""
+
+import math
+import time
+from importlib import resources
+
+import torch
 from torch import nn
+
+from ._checks import require_float, require_positive, require_tensor
+from .masking import masked_softmax
+from .scoring import AdditiveScore
+
+PRETRAINED_FILE = "pointer_sorter.pt"
+
+# The recipe of the book's pretrained sorter (``python -m attnbook.train_pointer``).
+TRAINING_RECIPE = {
+    "hidden_dim": 64,
+    "steps": 12_000,
+    "batch_size": 128,
+    "min_len": 5,
+    "max_len": 10,
+    "lr": 3e-3,
+    "final_lr": 3e-5,
+    "seed": 0,
+}
+
+
+def _check_values(x) -> torch.Tensor:
+    """x must be a finite float tensor of shape (B, n) with n >= 1."""
+    require_float("x", x)
+    if x.dim() != 2:
+        raise ValueError(f"x must have shape (batch, n), got a {x.dim()}-D tensor of shape {tuple(x.shape)}")
+    if x.shape[1] == 0:
+        raise ValueError(f"x must hold at least one number per sequence, got shape {tuple(x.shape)}")
+    if not torch.isfinite(x).all():
+        raise ValueError(f"x of shape {tuple(x.shape)} contains NaN or infinite values")
+    return x
+
+
+def _check_permutations(x: torch.Tensor, target) -> torch.Tensor:
+    """target must be a (B, n) integer tensor whose rows are permutations of 0..n-1."""
+    require_tensor("target", target)
+    if target.shape != x.shape:
+        raise ValueError(f"target must have the shape of x {tuple(x.shape)}, got {tuple(target.shape)}")
+    if target.is_floating_point() or target.dtype == torch.bool:
+        raise TypeError(f"target must hold integer positions, got dtype {target.dtype}")
+    expected = torch.arange(x.shape[1], device=target.device).expand_as(target)
+    if not torch.equal(target.sort(dim=1).values, expected):
+        raise ValueError(f"every row of target must be a permutation of 0..{x.shape[1] - 1}")
+    return target
+
+
+def not_chosen_mask(target: torch.Tensor) -> torch.Tensor:
+    """Keep-mask of the positions still available at every decoding step.
+
+    target: (B, n) permutations; ``target[b, m]`` is the position chosen at step m.
+    Returns mask (B, n, n) with ``mask[b, m, j] = True`` iff position j was not
+    chosen at steps 0..m-1, i.e. iff j appears in ``target[b, m:]``.
+    """
+    batch, n = target.shape
+    steps = torch.arange(n, device=target.device)
+    # step_of[b, j]: the step at which position j is chosen (the inverse permutation).
+    step_of = torch.empty_like(target).scatter_(1, target, steps.expand(batch, n))
+    return step_of.unsqueeze(1) >= steps.view(1, n, 1)
 
 
 class PointerNetwork(nn.Module):
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedError
+    """LSTM encoder, LSTM decoder and an additive pointer over the input positions.
+
+    hidden_dim: size of the embeddings, of both LSTM states and of the scoring layer.
+    Inputs are sequences of numbers x: (B, n). Outputs are positions: ``decode(x)``
+    returns a (B, n) LongTensor whose every row is a permutation of 0..n-1.
+    """
+
+    def __init__(self, hidden_dim: int = 64):
+        super().__init__()
+        if isinstance(hidden_dim, bool) or not isinstance(hidden_dim, int) or hidden_dim < 1:
+            raise ValueError(f"hidden_dim must be a positive int, got {hidden_dim!r}")
+        self.hidden_dim = hidden_dim
+        self.embed = nn.Linear(1, hidden_dim)  # one number -> a vector
+        self.encoder = nn.LSTM(hidden_dim, hidden_dim, batch_first=True)
+        self.decoder = nn.LSTM(hidden_dim, hidden_dim, batch_first=True)
+        # The special input of step 0 (the source's h_0 symbol): nothing chosen yet.
+        self.start = nn.Parameter(torch.randn(hidden_dim) / math.sqrt(hidden_dim))
+        # s_{m,n} = v^T tanh(W e_n + U h_m): keys = encoder states, query = decoder state.
+        self.pointer = AdditiveScore(query_dim=hidden_dim, key_dim=hidden_dim, hidden_dim=hidden_dim)
+
+    def encode(self, x: torch.Tensor):
+        """Run the encoder. x: (B, n). Returns (states (B, n, H), final (h, c), each (1, B, H))."""
+        states, final = self.encoder(self.embed(x.unsqueeze(-1)))
+        return states, final
+
+    def pointer_scores(self, decoder_states: torch.Tensor, encoder_states: torch.Tensor) -> torch.Tensor:
+        """Unnormalised pointer scores s_{m,n}.
+
+        decoder_states: (B, M, H), encoder_states: (B, N, H). Returns (B, M, N).
+        """
+        return self.pointer(decoder_states, encoder_states)
+
+    def forward(self, x: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """Teacher forcing: the pointer distributions when step m is fed the true c_{m-1}.
+
+        x: (B, n) numbers, target: (B, n) permutations (the true output positions).
+        Returns weights (B, n, n): row m is p(c_m = . | c_<m, x), zero on the
+        positions that ``target`` chose before step m.
+        """
+        _check_values(x)
+        _check_permutations(x, target)
+        encoder_states, final = self.encode(x)
+        chosen_values = x.gather(1, target[:, :-1])  # the inputs fed back at steps 1..n-1
+        fed = torch.cat([self.start.expand(x.shape[0], 1, -1), self.embed(chosen_values.unsqueeze(-1))], dim=1)
+        decoder_states, _ = self.decoder(fed, final)
+        scores = self.pointer_scores(decoder_states, encoder_states)
+        return masked_softmax(scores, not_chosen_mask(target))
+
+    def loss(self, x: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """Cross-entropy of the true positions under teacher forcing, averaged over steps and batch."""
+        weights = self(x, target)
+        p_true = weights.gather(2, target.unsqueeze(-1)).squeeze(-1)  # (B, n)
+        return -torch.log(p_true.clamp_min(torch.finfo(weights.dtype).tiny)).mean()
+
+    @torch.no_grad()
+    def decode(self, x: torch.Tensor, return_weights: bool = False):
+        """Greedy decoding: at every step point at the most probable position not yet chosen.
+
+        x: (B, n) numbers. Returns positions (B, n) int64, every row a permutation
+        of 0..n-1; with ``return_weights=True`` also the pointer distributions
+        (B, n, n), row m being the distribution of step m.
+        """
+        _check_values(x)
+        batch, n = x.shape
+        encoder_states, state = self.encode(x)
+        available = torch.ones(batch, n, dtype=torch.bool, device=x.device)
+        fed = self.start.expand(batch, 1, -1)
+        rows = torch.arange(batch, device=x.device)
+        choices, all_weights = [], []
+        for _ in range(n):
+            decoder_state, state = self.decoder(fed, state)  # (B, 1, H)
+            weights = masked_softmax(self.pointer_scores(decoder_state, encoder_states), available.unsqueeze(1))
+            # A kept position has weight >= 1/n > 0 = the weight of a chosen one,
+            # so argmax never repeats a position.
+            choice = weights.squeeze(1).argmax(dim=-1)
+            available[rows, choice] = False
+            fed = self.embed(x[rows, choice].view(batch, 1, 1))
+            choices.append(choice)
+            all_weights.append(weights)
+        positions = torch.stack(choices, dim=1)
+        return (positions, torch.cat(all_weights, dim=1)) if return_weights else positions
 
 
-def sorting_batch(*args, **kwargs):
-    raise NotImplementedError
+def sorting_batch(batch_size: int, n: int, generator: torch.Generator | None = None):
+    """A batch of the sorting task.
+
+    Returns x: (batch_size, n) floats uniform in [0, 1) drawn with ``generator``,
+    and target: (batch_size, n) int64, the positions of x from largest to smallest
+    (``torch.argsort(x, dim=1, descending=True)``).
+    """
+    for name, value in (("batch_size", batch_size), ("n", n)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    x = torch.rand(batch_size, n, generator=generator)
+    return x, torch.argsort(x, dim=1, descending=True, stable=True)
 
 
-def pretrained_sorter(*args, **kwargs):
-    raise NotImplementedError
+def scale_to_unit(x: torch.Tensor, low: float = 0.1, high: float = 0.9) -> torch.Tensor:
+    """Map every row of x affinely onto [low, high], keeping the order of its entries.
 
+    x: (B, n) finite floats. Row minimum -> low, row maximum -> high; a constant row
+    -> (low + high) / 2. The sorter was trained on numbers in [0, 1), so any input,
+    e.g. 20, 5, 10, goes through this increasing map first: same order, familiar range.
+    """
+    _check_values(x)
+    smallest = x.min(dim=1, keepdim=True).values
+    spread = x.max(dim=1, keepdim=True).values - smallest
+    unit = torch.where(spread > 0, (x - smallest) / spread.clamp_min(torch.finfo(x.dtype).tiny), 0.5)
+    return low + (high - low) * unit
+
+
+@torch.no_grad()
+def sorting_accuracy(model: PointerNetwork, n: int, num_sequences: int = 4000, seed: int = 1234,
+                     batch_size: int = 1000) -> float:
+    """Share of fresh sorting sequences of length n whose whole greedy output is right.
+
+    Draws ``num_sequences`` sequences with ``torch.Generator().manual_seed(seed)``
+    (in chunks of ``batch_size``) and counts exact matches of the permutation.
+    """
+    generator = torch.Generator().manual_seed(seed)
+    correct, remaining = 0, num_sequences
+    while remaining > 0:
+        size = min(batch_size, remaining)
+        x, target = sorting_batch(size, n, generator)
+        correct += (model.decode(x) == target).all(dim=1).sum().item()
+        remaining -= size
+    return correct / num_sequences
+
+
+def train_sorter(hidden_dim: int = 64, steps: int = 12_000, batch_size: int = 128, min_len: int = 5,
+                 max_len: int = 10, lr: float = 3e-3, final_lr: float = 3e-5, seed: int = 0,
+                 progress: bool = False, threads: int | None = 1):
+    """Train a ``PointerNetwork`` to sort with teacher forcing and cross-entropy.
+
+    Every step draws one length n uniformly from [min_len, max_len] and a batch of
+    ``batch_size`` sequences of that length. Adam; the learning rate decays
+    exponentially from ``lr`` to ``final_lr`` over the ``steps`` steps. Everything
+    is seeded by ``seed`` and, with ``threads`` fixed (default 1, restored after),
+    bit-for-bit reproducible on a given machine. ``progress=True`` shows a tqdm bar.
+    Returns (model in eval mode, losses: list of the ``steps`` training losses).
+    """
+    require_positive("lr", lr)
+    require_positive("final_lr", final_lr)
+    if not 1 <= min_len <= max_len:
+        raise ValueError(f"need 1 <= min_len <= max_len, got min_len={min_len}, max_len={max_len}")
+    old_threads = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        torch.manual_seed(seed)
+        model = PointerNetwork(hidden_dim)
+        generator = torch.Generator().manual_seed(seed)
+        optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+        decay = (final_lr / lr) ** (1.0 / max(steps - 1, 1))
+        schedule = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=decay)
+        iterator = range(steps)
+        if progress:
+            from tqdm.auto import tqdm
+
+            iterator = tqdm(iterator, desc="training", mininterval=0.5)
+        losses = []
+        model.train()
+        for _ in iterator:
+            n = int(torch.randint(min_len, max_len + 1, (1,), generator=generator))
+            x, target = sorting_batch(batch_size, n, generator)
+            loss = model.loss(x, target)
+            optimizer.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            schedule.step()
+            losses.append(loss.item())
+    finally:
+        torch.set_num_threads(old_threads)
+    return model.eval(), losses
+
+
+def save_sorter(model: PointerNetwork, path, info: dict | None = None) -> None:
+    """Save the weights, the size and a dict of facts (recipe, time, accuracies) to ``path``."""
+    torch.save({"hidden_dim": model.hidden_dim, "state_dict": model.state_dict(), "info": dict(info or {})}, path)
+
+
+def load_sorter(path):
+    """Load a model saved by ``save_sorter``. Returns (model in eval mode, info dict)."""
+    saved = torch.load(path, map_location="cpu", weights_only=True)
+    model = PointerNetwork(saved["hidden_dim"])
+    model.load_state_dict(saved["state_dict"])
+    return model.eval(), saved["info"]
+
+
+def pretrained_path():
+    """Where the book's pretrained sorter lives inside the package."""
+    return resources.files("attnbook") / "data" / PRETRAINED_FILE
+
+
+def pretrained_sorter(return_info: bool = False):
+    """The book's trained sorting ``PointerNetwork`` (hidden size 64), in eval mode.
+
+    With ``return_info=True`` also returns the dict saved with it: the training
+    recipe, the script's wall time and steps/s, and the accuracies it measured.
+    """
+    with resources.as_file(pretrained_path()) as path:
+        model, info = load_sorter(path)
+    return (model, info) if return_info else model
+
+
+def timed_training(**recipe):
+    """``train_sorter(**recipe)`` with its wall time. Returns (model, losses, seconds)."""
+    start = time.perf_counter()
+    model, losses = train_sorter(**recipe)
+    return model, losses, time.perf_counter() - start

@@ -13,9 +13,9 @@ from torch import nn
 from ._checks import require_float, require_positive, require_same_size
 
 
-def _check_dim(dim) -> None:
+def _check_dim(dim, name: str = "dim") -> None:
     if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
-        raise ValueError(f"dim must be a positive int, got {dim!r}")
+        raise ValueError(f"{name} must be a positive int, got {dim!r}")
 
 
 def pair_frequencies(dim: int, base: float = 10000.0, dtype=torch.float64) -> torch.Tensor:
@@ -51,6 +51,8 @@ def position_shift_matrix(delta: float, dim: int, base: float = 10000.0) -> torc
     _check_dim(dim)
     if dim % 2:
         raise ValueError(f"position_shift_matrix needs an even dim, got {dim}")
+    if isinstance(delta, bool) or not isinstance(delta, (int, float)):
+        raise TypeError(f"delta must be a number, got {type(delta).__name__}")
     angle = delta * pair_frequencies(dim, base)
     cos, sin = torch.cos(angle), torch.sin(angle)
     matrix = torch.zeros(dim, dim, dtype=torch.float64)
@@ -76,6 +78,7 @@ class PositionalEncoding(nn.Module):
 
     def __init__(self, dim: int, max_len: int = 1024, dropout: float = 0.0, base: float = 10000.0):
         super().__init__()
+        _check_dim(max_len, "max_len")
         self.dim, self.max_len = dim, max_len
         self.dropout = nn.Dropout(dropout)
         self.register_buffer("encoding", sinusoidal_encoding(max_len, dim, base), persistent=False)
@@ -90,6 +93,8 @@ class LearnedPositionalEmbedding(nn.Module):
 
     def __init__(self, max_len: int, dim: int):
         super().__init__()
+        _check_dim(max_len, "max_len")
+        _check_dim(dim)
         self.dim, self.max_len = dim, max_len
         self.embedding = nn.Embedding(max_len, dim)
         nn.init.normal_(self.embedding.weight, std=0.02)

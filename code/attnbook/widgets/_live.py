@@ -1,24 +1,41 @@
 """The one builder every explorer uses: controls above, a redrawn figure below."""
 
+import base64
+import io
+
 import matplotlib.pyplot as plt
+
+
+def figure_output(figure) -> dict:
+    """A notebook display_data output holding ``figure`` as a PNG (what an Output widget stores)."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", bbox_inches="tight")
+    width, height = figure.get_size_inches() * figure.dpi
+    return {
+        "output_type": "display_data",
+        "data": {
+            "image/png": base64.b64encode(buffer.getvalue()).decode("ascii"),
+            "text/plain": f"<Figure size {width:g}x{height:g} with {len(figure.axes)} Axes>",
+        },
+        "metadata": {},
+    }
 
 
 def figure_explorer(controls: dict, draw):
     """Wire ipywidgets ``controls`` (name -> widget) to ``draw(**values) -> Figure``.
 
     Returns a VBox of the controls and an Output that shows the figure for the
-    current values and is redrawn whenever a control changes.
+    current values and is redrawn whenever a control changes. The new figure
+    replaces the old one in a single update, so nothing flickers, and the same
+    code works in a kernel, in a test, and in the saved widget state.
     """
     import ipywidgets as widgets
-    from IPython.display import display
 
     output = widgets.Output()
 
     def redraw(_change=None):
         figure = draw(**{name: control.value for name, control in controls.items()})
-        with output:
-            output.clear_output(wait=True)
-            display(figure)
+        output.outputs = (figure_output(figure),)
         plt.close(figure)
 
     for control in controls.values():

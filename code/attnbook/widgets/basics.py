@@ -52,10 +52,11 @@ def kernel_regression_explorer(bandwidth: float = 0.5, n_train: int = 50):
     controls = {
         "bandwidth": widgets.FloatLogSlider(
             value=bandwidth, base=10, min=-1.5, max=0.5, step=0.05, description="bandwidth σ",
-            continuous_update=False,
+            continuous_update=False, style={"description_width": "initial"},
         ),
         "n_train": widgets.IntSlider(
-            value=n_train, min=5, max=200, step=5, description="train points", continuous_update=False,
+            value=n_train, min=5, max=200, step=5, description="train points",
+            continuous_update=False, style={"description_width": "initial"},
         ),
     }
     return figure_explorer(controls, lambda **values: plot_kernel_regression(kernel_regression_view(**values)))

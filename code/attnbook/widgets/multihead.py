@@ -1,0 +1,114 @@
+"""Chapter 4 explorer: number of heads and a chosen head -> per-head attention heat-maps.
+
+The example is fixed: self-attention over a short sentence whose words get seeded
+random embeddings (a repeated word gets the same embedding; there are no positions)
+and one seeded, untrained set of projection weights. The projections have the same shape for every number of heads, so moving
+the "heads" control only regroups the same dimensions into more, smaller heads.
+"""
+
+from functools import lru_cache
+
+import matplotlib.pyplot as plt
+import torch
+
+from ..multihead import MultiHeadAttention
+from ._live import figure_explorer
+
+SENTENCE = ("the", "cat", "sat", "on", "the", "mat", "because", "it", "was", "warm")
+EMBED_DIM = 24
+HEAD_CHOICES = (1, 2, 3, 4, 6, 8)
+EMBED_SCALE = 2.0  # standard deviation of the embeddings: with 1.0 a random model attends almost uniformly
+
+
+def sentence_embeddings(seed: int = 0, embed_dim: int = EMBED_DIM) -> torch.Tensor:
+    """Seeded embeddings of ``SENTENCE``, shape (len(SENTENCE), embed_dim); same word, same row.
+
+    Entries are N(0, EMBED_SCALE^2), drawn from a ``torch.Generator`` seeded with ``seed``.
+    """
+    vocabulary = sorted(set(SENTENCE))
+    generator = torch.Generator().manual_seed(seed)
+    table = EMBED_SCALE * torch.randn(len(vocabulary), embed_dim, generator=generator)
+    return table[[vocabulary.index(word) for word in SENTENCE]]
+
+
+@lru_cache(maxsize=16)
+def _example_module(num_heads: int, seed: int) -> MultiHeadAttention:
+    """The example's module with ``num_heads`` heads; the parameters depend on ``seed`` only.
+
+    Built once per setting (cached), with the caller's global RNG left untouched.
+    """
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        parameters = MultiHeadAttention(EMBED_DIM, 1).state_dict()
+    module = MultiHeadAttention(EMBED_DIM, num_heads)
+    module.load_state_dict(parameters)
+    return module.eval()
+
+
+def multihead_view(num_heads: int = 4, head: int = 0, seed: int = 0) -> dict:
+    """Everything the explorer shows for one setting of its controls.
+
+    Self-attention over ``SENTENCE`` with ``num_heads`` heads (must divide EMBED_DIM = 24).
+    Returns a dict with ``tokens`` (n,), ``weights`` (num_heads, n, n), the chosen head's
+    ``head_weights`` (n, n), its ``top_key`` per query (n,) int, ``entropy`` (num_heads,),
+    the mean entropy (nats) of each head's rows, and ``num_heads``, ``head``, ``head_dim``.
+    """
+    if isinstance(num_heads, bool) or not isinstance(num_heads, int) or num_heads < 1 or EMBED_DIM % num_heads:
+        raise ValueError(f"num_heads must divide the embedding size {EMBED_DIM}, got {num_heads!r}")
+    if isinstance(head, bool) or not isinstance(head, int) or not 0 <= head < num_heads:
+        raise ValueError(f"head must be in [0, {num_heads - 1}] for {num_heads} heads, got {head!r}")
+    x = sentence_embeddings(seed, EMBED_DIM)
+    with torch.no_grad():
+        _, weights = _example_module(num_heads, seed)(x, x, x)  # unbatched: weights (num_heads, n, n)
+    entropy = -(weights * weights.clamp_min(1e-12).log()).sum(dim=-1).mean(dim=-1)
+    return {
+        "tokens": SENTENCE,
+        "num_heads": num_heads,
+        "head": head,
+        "head_dim": EMBED_DIM // num_heads,
+        "weights": weights,
+        "head_weights": weights[head],
+        "top_key": weights[head].argmax(dim=-1),
+        "entropy": entropy,
+    }
+
+
+def plot_multihead(view: dict):
+    """All heads side by side (top strip, chosen head framed) and the chosen head, large, with its tokens."""
+    weights, head, tokens = view["weights"], view["head"], view["tokens"]
+    num_heads, n = weights.shape[0], weights.shape[-1]
+    # One image for the strip (cheap to draw): heads separated by a blank column.
+    strip = torch.full((n, num_heads * (n + 1) - 1), float("nan"))
+    for h in range(num_heads):
+        strip[:, h * (n + 1) : h * (n + 1) + n] = weights[h]
+    vmax = float(weights.max())
+    fig, (top, main) = plt.subplots(2, 1, figsize=(7.5, 6.2), height_ratios=(1, 3.2))
+    top.imshow(strip.numpy(), cmap="Reds", vmin=0, vmax=vmax, aspect="auto")
+    top.add_patch(plt.Rectangle((head * (n + 1) - 0.5, -0.5), n, n, fill=False, edgecolor="tab:blue", linewidth=2.5))
+    top.set_xticks([h * (n + 1) + (n - 1) / 2 for h in range(num_heads)], labels=[f"head {h}" for h in range(num_heads)], fontsize=8)
+    top.set_yticks([])
+    top.set_title(f"{num_heads} head{'s' if num_heads > 1 else ''} of d_head = {view['head_dim']} (rows: queries, columns: keys)", fontsize=9)
+    image = main.imshow(view["head_weights"].numpy(), cmap="Reds", vmin=0, vmax=vmax)
+    main.set_xticks(range(n), labels=tokens, rotation=45, fontsize=8)
+    main.set_yticks(range(n), labels=tokens, fontsize=8)
+    main.set_xlabel("keys")
+    main.set_ylabel("queries")
+    main.set_title(f"head {head}: mean row entropy {view['entropy'][head]:.2f} nats", fontsize=9)
+    fig.colorbar(image, ax=main, shrink=0.9)
+    fig.tight_layout()
+    return fig
+
+
+def multihead_explorer(num_heads: int = 4, head: int = 0):
+    """A heads selector and a head slider; redraws the per-head attention heat-maps."""
+    import ipywidgets as widgets
+
+    heads = widgets.Dropdown(options=HEAD_CHOICES, value=num_heads, description="heads")
+    chosen = widgets.IntSlider(value=head, min=0, max=num_heads - 1, description="show head", continuous_update=False)
+
+    def fit_slider(change):  # registered before the redraw: the slider is clamped first
+        chosen.max = change["new"] - 1
+
+    heads.observe(fit_slider, names="value")
+    controls = {"num_heads": heads, "head": chosen}
+    return figure_explorer(controls, lambda **values: plot_multihead(multihead_view(**values)))

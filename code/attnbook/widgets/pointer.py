@@ -1,0 +1,116 @@
+"""Chapter 5 explorer: type numbers, watch the pretrained pointer network sort them."""
+
+import re
+
+import matplotlib.pyplot as plt
+import torch
+
+from ..plotting import show_heatmaps
+from ..pointer import pretrained_sorter, scale_to_unit
+from ._live import figure_explorer
+
+MAX_NUMBERS = 30
+_MODEL = None
+
+
+def _model():
+    """The pretrained sorter, loaded on first use and then kept."""
+    global _MODEL
+    if _MODEL is None:
+        _MODEL = pretrained_sorter()
+    return _MODEL
+
+
+def parse_numbers(text: str) -> list[float]:
+    """Numbers separated by commas, semicolons or spaces, e.g. "20, 5, 10" -> [20.0, 5.0, 10.0]."""
+    tokens = [token for token in re.split(r"[,;\s]+", text.strip()) if token]
+    if not tokens:
+        raise ValueError("type at least one number, e.g. 20, 5, 10")
+    if len(tokens) > MAX_NUMBERS:
+        raise ValueError(f"at most {MAX_NUMBERS} numbers, got {len(tokens)}")
+    numbers = []
+    for token in tokens:
+        try:
+            value = float(token)
+        except ValueError:
+            raise ValueError(f"{token!r} is not a number") from None
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ValueError(f"{token!r} is not a finite number")
+        numbers.append(value)
+    return numbers
+
+
+def pointer_view(text: str = "20, 5, 10", model=None) -> dict:
+    """Everything the explorer shows for one input.
+
+    Returns a dict with ``numbers`` (n floats as typed), ``scaled`` (n,) the numbers
+    mapped into the training range, ``positions`` (n,) the 0-based output positions,
+    ``order`` the same 1-based (as in the source), ``weights`` (n, n) the pointer
+    distribution of every step (row m = step m+1), ``sorted_numbers`` the numbers
+    in output order and ``correct`` (is that order descending?).
+    """
+    model = _model() if model is None else model
+    numbers = parse_numbers(text)
+    x = torch.tensor([numbers], dtype=torch.float32)
+    scaled = scale_to_unit(x)
+    positions, weights = model.decode(scaled, return_weights=True)
+    positions = positions[0].tolist()
+    sorted_numbers = [numbers[p] for p in positions]
+    return {
+        "numbers": numbers,
+        "scaled": scaled[0],
+        "positions": positions,
+        "order": [p + 1 for p in positions],
+        "weights": weights[0],
+        "sorted_numbers": sorted_numbers,
+        "correct": all(a >= b for a, b in zip(sorted_numbers, sorted_numbers[1:])),
+    }
+
+
+def _label(value: float) -> str:
+    return f"{value:g}"
+
+
+def plot_pointer(view: dict):
+    """Heat-map of the pointer distributions: decoding steps (rows) x input positions (columns)."""
+    n = len(view["numbers"])
+    side = min(1.0 + 0.45 * n, 9.0)
+    fig = show_heatmaps(
+        view["weights"],
+        xlabel="input position n (value)",
+        ylabel="step m → pointer",
+        figsize=(side + 1.2, side * 0.8 + 0.6),
+        xticklabels=[f"{i + 1} ({_label(v)})" for i, v in enumerate(view["numbers"])] if n <= 15 else None,
+        yticklabels=[f"{m + 1} → {p}" for m, p in enumerate(view["order"])] if n <= 15 else None,
+        vmax=1.0,
+    )
+    verdict = "sorted" if view["correct"] else "NOT sorted"
+    order = ", ".join(map(str, view["order"])) if n <= 12 else ", ".join(map(str, view["order"][:12])) + ", …"
+    fig.suptitle(f"output {order}  ({verdict})", fontsize=10)
+    return fig
+
+
+def _message_figure(message: str):
+    fig, ax = plt.subplots(figsize=(5, 1))
+    ax.axis("off")
+    ax.text(0.0, 0.5, message, color="darkred", va="center")
+    return fig
+
+
+def pointer_explorer(text: str = "20, 5, 10"):
+    """A text box of numbers; shows the pretrained sorter's pointer at every step."""
+    import ipywidgets as widgets
+
+    _model()  # load once, before the first draw
+
+    def draw(text):
+        try:
+            return plot_pointer(pointer_view(text))
+        except ValueError as error:
+            return _message_figure(str(error))
+
+    controls = {
+        "text": widgets.Text(value=text, description="numbers", continuous_update=False,
+                             layout=widgets.Layout(width="420px")),
+    }
+    return figure_explorer(controls, draw)

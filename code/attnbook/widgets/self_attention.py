@@ -1,0 +1,139 @@
+"""Chapter 6 explorer: pick a token and see its attention row; add positions to break the tie.
+
+A toy self-attention layer reads a sentence of random (seeded) word vectors. Without
+positional information two copies of the same word are the same input vector, so they
+get identical attention rows; adding the sinusoidal positional encoding separates them.
+"""
+
+import zlib
+from functools import lru_cache
+
+import matplotlib.pyplot as plt
+import torch
+
+from ..positional import sinusoidal_encoding
+from ..self_attention import SelfAttention
+from ._live import figure_explorer
+
+DEFAULT_SENTENCE = "the cat sat on the mat"
+
+
+def word_vector(word: str, dim: int = 16, seed: int = 0) -> torch.Tensor:
+    """A fixed random vector (dim,) for ``word``: the same on every run and machine.
+
+    The generator is seeded from a CRC-32 of the word (Python's ``hash`` of a str
+    changes from run to run), so equal words always get equal vectors.
+    """
+    generator = torch.Generator().manual_seed(zlib.crc32(word.encode("utf-8")) + seed)
+    return torch.randn(dim, generator=generator)
+
+
+@lru_cache(maxsize=8)
+def toy_self_attention(dim: int = 16, seed: int = 0) -> SelfAttention:
+    """A seeded ``SelfAttention(dim)`` whose queries and keys share one projection.
+
+    With W_k = W_q a token's score with itself, |q|^2 / sqrt(d), is large, so tokens
+    attend to themselves and to tokens like them: the effect of repeated words is easy
+    to see. Built once per (dim, seed) and reused.
+    """
+    torch.manual_seed(seed)
+    layer = SelfAttention(dim)
+    with torch.no_grad():
+        layer.key_proj.weight.copy_(layer.query_proj.weight)
+    return layer.eval()
+
+
+def self_attention_view(
+    sentence: str = DEFAULT_SENTENCE, token: int = 0, positions: bool = False, dim: int = 16, seed: int = 0
+) -> dict:
+    """Everything the explorer shows for one token of ``sentence``, with or without positions.
+
+    Returns a dict with ``tokens`` (list of n words), ``token`` (the chosen index),
+    ``positions``, ``weights`` (n, n) attention matrix, ``row`` (n,) the chosen token's
+    attention row, ``copies`` (indices of every occurrence of the chosen word) and
+    ``copy_gap``: the largest difference between the attention rows of those copies
+    (0.0 when the word occurs once; exactly 0.0 for repeated words without positions).
+    """
+    tokens = sentence.split()
+    if not tokens:
+        raise ValueError("sentence has no words")
+    if isinstance(token, bool) or not isinstance(token, int) or not 0 <= token < len(tokens):
+        raise ValueError(f"token must be an index in [0, {len(tokens) - 1}], got {token!r}")
+    x = torch.stack([word_vector(word, dim, seed) for word in tokens])  # (n, dim)
+    if positions:
+        x = x + sinusoidal_encoding(len(tokens), dim)
+    with torch.no_grad():
+        _, weights = toy_self_attention(dim, seed)(x)
+    copies = [j for j, word in enumerate(tokens) if word == tokens[token]]
+    copy_rows = weights[copies]
+    return {
+        "tokens": tokens,
+        "token": token,
+        "positions": positions,
+        "weights": weights,
+        "row": weights[token],
+        "copies": copies,
+        "copy_gap": float((copy_rows - copy_rows[0]).abs().max()),
+    }
+
+
+def plot_self_attention(view: dict):
+    """The whole attention matrix with the chosen row framed (left), that row as bars (right)."""
+    tokens = view["tokens"]
+    n = len(tokens)
+    labels = [f"{j}:{word}" for j, word in enumerate(tokens)]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(7.5, 2.6), gridspec_kw={"width_ratios": [1, 1.6]})
+    fig.subplots_adjust(left=0.1, right=0.98, bottom=0.17, top=0.88, wspace=0.3)
+    left.imshow(torch.zeros(n, n).numpy(), cmap="Reds", vmin=0, vmax=1)
+    left.add_patch(plt.Rectangle((-0.5, -0.5), n, 1, fill=False, edgecolor="black", linewidth=2))
+    left.set_xticks(range(n), labels=[str(j) for j in range(n)], fontsize=8)
+    left.set_yticks(range(n), labels=labels, fontsize=8)
+    left.set_xlabel("keys (positions)", fontsize=9)
+    right.bar(range(n), torch.zeros(n).numpy())
+    right.set_xticks(range(n), labels=labels, fontsize=8)
+    right.set_ylim(0, 1)
+    right.set_yticks([0, 0.5, 1], labels=["0", "0.5", "1"], fontsize=8)
+    right.set_ylabel("attention weight", fontsize=9)
+    return update_self_attention_figure(fig, view)
+
+
+def update_self_attention_figure(fig, view: dict):
+    """Redraw a figure made by ``plot_self_attention`` for a new view of the same sentence.
+
+    Only data, colours and titles change (no new axes, no layout pass), which keeps
+    an explorer update fast. Returns ``fig``.
+    """
+    left, right = fig.axes
+    token, n = view["token"], len(view["tokens"])
+    if len(right.patches) != n:
+        raise ValueError(f"figure has {len(right.patches)} bars but the view has {n} tokens")
+    left.images[0].set_data(view["weights"].numpy())
+    left.patches[0].set_y(token - 0.5)
+    left.set_title("with positions" if view["positions"] else "no positions", fontsize=9)
+    for j, (bar, height) in enumerate(zip(right.patches, view["row"].tolist())):
+        bar.set_height(height)
+        bar.set_color("tab:red" if j in view["copies"] else "tab:gray")
+    title = f"row of {token}:{view['tokens'][token]}"
+    if len(view["copies"]) > 1:
+        title += f"; its copies' rows differ by {view['copy_gap']:.3f}"
+    right.set_title(title, fontsize=9)
+    return fig
+
+
+def self_attention_explorer(sentence: str = DEFAULT_SENTENCE, token: int = 0, positions: bool = False):
+    """A token menu and a positional-encoding switch; redraws the attention row."""
+    import ipywidgets as widgets
+
+    tokens = sentence.split()
+    controls = {
+        "token": widgets.Dropdown(
+            options=[(f"{j}: {word}", j) for j, word in enumerate(tokens)], value=token, description="token"
+        ),
+        "positions": widgets.Checkbox(value=positions, description="add positional encoding"),
+    }
+    figure = plot_self_attention(self_attention_view(sentence, token, positions))
+
+    def draw(**values):  # one figure, updated in place: no new axes per move
+        return update_self_attention_figure(figure, self_attention_view(sentence, **values))
+
+    return figure_explorer(controls, draw)

@@ -1,0 +1,113 @@
+"""Chapter 3 explorer: turn a 2-D query around the circle -> soft output vs argmax vs samples."""
+
+import math
+
+import matplotlib.pyplot as plt
+import torch
+
+from ..attention import attention, hard_attention
+from ..scoring import dot_score
+from ._live import figure_explorer
+
+KEY_ANGLES = (20.0, 95.0, 150.0, 230.0, 300.0)  # degrees; five keys on the unit circle
+KEY_VALUES = (1.0, 2.0, 3.0, 4.0, 5.0)  # value n + 1 belongs to key n
+
+
+def circle_keys() -> tuple[torch.Tensor, torch.Tensor]:
+    """The explorer's keys (5, 2), unit vectors at ``KEY_ANGLES``, and values (5, 1)."""
+    radians = torch.tensor(KEY_ANGLES, dtype=torch.float64) * math.pi / 180
+    keys = torch.stack([radians.cos(), radians.sin()], dim=-1)
+    return keys, torch.tensor(KEY_VALUES, dtype=torch.float64).unsqueeze(-1)
+
+
+def angle_query(angle, length: float = 3.0) -> torch.Tensor:
+    """Queries of the given length pointing at ``angle`` degrees: (..., 2) for angle (...)."""
+    radians = torch.as_tensor(angle, dtype=torch.float64) * math.pi / 180
+    return length * torch.stack([radians.cos(), radians.sin()], dim=-1)
+
+
+def soft_hard_view(angle: float = 60.0, length: float = 3.0, n_samples: int = 200, seed: int = 0) -> dict:
+    """Soft attention, argmax and sampled hard attention for one query direction.
+
+    The query ``angle_query(angle, length)`` is scored against ``circle_keys`` with the
+    dot product (the length acts as an inverse temperature). Returns a dict with the
+    controls, ``query`` (2,), ``keys`` (5, 2), ``values`` (5,), ``weights`` (5,),
+    ``soft_output`` and ``argmax_output`` (floats), ``argmax_index`` (int),
+    ``sample_counts`` (5,) int64 from ``n_samples`` seeded draws, and the curves
+    ``angles`` (361,), ``soft_curve`` and ``argmax_curve`` (361,) over a full turn.
+    """
+    keys, values = circle_keys()
+    query = angle_query(angle, length)
+    soft, weights = attention(query[None], keys, values, score=dot_score)
+    hard, index = hard_attention(query[None], keys, values, score=dot_score)
+    repeated = query.expand(n_samples, 2)
+    _, sampled = hard_attention(
+        repeated, keys, values, score=dot_score, mode="sample", generator=torch.Generator().manual_seed(seed)
+    )
+    angles = torch.arange(0.0, 361.0, dtype=torch.float64)
+    soft_curve, _ = attention(angle_query(angles, length), keys, values, score=dot_score)
+    argmax_curve, _ = hard_attention(angle_query(angles, length), keys, values, score=dot_score)
+    return {
+        "angle": angle,
+        "length": length,
+        "query": query,
+        "keys": keys,
+        "values": values.squeeze(-1),
+        "weights": weights[0],
+        "soft_output": soft.item(),
+        "argmax_output": hard.item(),
+        "argmax_index": index.item(),
+        "sample_counts": torch.bincount(sampled, minlength=len(keys)),
+        "angles": angles,
+        "soft_curve": soft_curve.squeeze(-1),
+        "argmax_curve": argmax_curve.squeeze(-1),
+    }
+
+
+def plot_soft_hard(view: dict):
+    """The keys and the query (left), outputs over a full turn (middle), weights vs samples (right)."""
+    fig, (geo, curve, bars) = plt.subplots(1, 3, figsize=(11, 3.3), gridspec_kw={"width_ratios": [1, 1.4, 1.2]})
+    circle = torch.linspace(0, 2 * math.pi, 200)
+    geo.plot(circle.cos(), circle.sin(), color="0.85")
+    keys, values = view["keys"], view["values"]
+    geo.scatter(keys[:, 0], keys[:, 1], s=300 * view["weights"] + 20, color="tab:red", zorder=3)
+    for (x, y), v in zip(keys.tolist(), values.tolist()):
+        geo.annotate(f"v={v:g}", (1.25 * x, 1.25 * y), ha="center", va="center", fontsize=8)
+    direction = view["query"] / view["query"].norm()
+    geo.arrow(0, 0, 0.8 * direction[0].item(), 0.8 * direction[1].item(), width=0.03, color="tab:blue")
+    geo.set_xlim(-1.6, 1.6)
+    geo.set_ylim(-1.6, 1.6)
+    geo.set_aspect("equal")
+    geo.axis("off")
+    geo.set_title(f"query at {view['angle']:.0f}°", fontsize=9)
+    curve.plot(view["angles"], view["soft_curve"], label="soft (expectation)")
+    curve.plot(view["angles"], view["argmax_curve"], label="hard (argmax)")
+    curve.axvline(view["angle"], color="k", lw=0.8)
+    curve.set_xlabel("query angle (degrees)")
+    curve.set_ylabel("output")
+    curve.set_title(f"soft {view['soft_output']:.2f}, argmax {view['argmax_output']:.0f}", fontsize=9)
+    curve.legend(fontsize=8)
+    positions = torch.arange(len(values), dtype=torch.float64)
+    counts = view["sample_counts"]
+    bars.bar(positions - 0.2, view["weights"], width=0.4, label="weights α")
+    bars.bar(positions + 0.2, counts / counts.sum(), width=0.4, label=f"{int(counts.sum())} samples")
+    bars.set_xticks(positions.tolist(), labels=[f"{v:g}" for v in values.tolist()])
+    bars.set_xlabel("value of the key")
+    bars.set_ylim(0, 1)
+    bars.set_title("attention weights vs sampled frequencies", fontsize=9)
+    bars.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def soft_hard_explorer(angle: float = 60.0, length: float = 3.0):
+    """Sliders for the query's angle and length; redraws geometry, outputs and samples."""
+    import ipywidgets as widgets
+
+    controls = {
+        "angle": widgets.FloatSlider(value=angle, min=0, max=360, step=5, description="angle °"),
+        "length": widgets.FloatSlider(
+            value=length, min=0.5, max=10, step=0.5, description="|q|", continuous_update=False
+        ),
+    }
+    return figure_explorer(controls, lambda **values: plot_soft_hard(soft_hard_view(**values)))

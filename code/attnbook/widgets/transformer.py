@@ -1,0 +1,86 @@
+"""Chapter 8 explorer: a trained [CLS] classifier's attention map, for any layer, head and input."""
+
+import matplotlib.pyplot as plt
+import torch
+
+from ..classifier import VOCAB, encode, single_thread
+from ._live import figure_explorer
+
+
+def cls_attention_view(model, text: str = "cdAefgBh", layer: int = 0, head: int = 0) -> dict:
+    """What the explorer shows for one input and one (layer, head) of ``model``.
+
+    model: a CLSClassifier; text: tokens such as "c d A e B" ([CLS] is prepended).
+    layer, head: 0-based indices. Returns a dict with ``tokens`` (n strings),
+    ``weights`` (n, n) of that head (rows = queries), ``cls_row`` (n,) the
+    [CLS] query's weights, ``prob_before`` the model's P(A before B), and
+    ``answer`` (True/False, or None unless the input has exactly one A and one B).
+    """
+    num_layers = len(model.encoder.blocks)
+    num_heads = model.encoder.blocks[0].num_heads
+    if not 0 <= layer < num_layers:
+        raise ValueError(f"layer {layer} is outside [0, {num_layers})")
+    if not 0 <= head < num_heads:
+        raise ValueError(f"head {head} is outside [0, {num_heads})")
+    ids = encode(text, max_len=model.encoder.positions.max_len)
+    with torch.no_grad(), single_thread():
+        logits, weights = model(ids[None], return_weights=True)
+    tokens = [VOCAB[i] for i in ids.tolist()]
+    answer = None
+    if tokens.count("A") == 1 and tokens.count("B") == 1:
+        answer = tokens.index("A") < tokens.index("B")
+    head_weights = weights[layer, 0, head]
+    return {
+        "text": text,
+        "layer": layer,
+        "head": head,
+        "tokens": tokens,
+        "weights": head_weights,
+        "cls_row": head_weights[0],
+        "prob_before": logits.softmax(dim=-1)[0, 1].item(),
+        "answer": answer,
+    }
+
+
+def plot_cls_attention(view: dict):
+    """The head's attention map, queries x keys, labelled with the tokens."""
+    n = len(view["tokens"])
+    fig, ax = plt.subplots(figsize=(4.2, 4.2), dpi=80)
+    ax.imshow(view["weights"].numpy(), cmap="Reds", vmin=0, vmax=1)
+    fontsize = 8 if n <= 24 else 6
+    ax.set_xticks(range(n), labels=view["tokens"], rotation=90, fontsize=fontsize)
+    ax.set_yticks(range(n), labels=view["tokens"], fontsize=fontsize)
+    ax.set_xlabel("keys (white 0, dark red 1)", fontsize=8)
+    ax.set_ylabel("queries", fontsize=8)
+    answer = {None: "undefined", True: "yes", False: "no"}[view["answer"]]
+    ax.set_title(
+        f"layer {view['layer']}, head {view['head']}: "
+        f"P(A before B) = {view['prob_before']:.3f}\n(true answer: {answer})",
+        fontsize=9,
+    )
+    fig.subplots_adjust(left=0.14, bottom=0.16, right=0.98, top=0.88)
+    return fig
+
+
+def cls_attention_explorer(model, text: str = "cdAefgBh", layer: int = 0, head: int = 0):
+    """A text box for the input and menus for layer and head; redraws the attention map."""
+    import ipywidgets as widgets
+
+    num_layers = len(model.encoder.blocks)
+    num_heads = model.encoder.blocks[0].num_heads
+    controls = {
+        "text": widgets.Text(value=text, description="tokens", continuous_update=False),
+        "layer": widgets.Dropdown(options=list(range(num_layers)), value=layer, description="layer"),
+        "head": widgets.Dropdown(options=list(range(num_heads)), value=head, description="head"),
+    }
+
+    def draw(**values):
+        try:
+            return plot_cls_attention(cls_attention_view(model, **values))
+        except ValueError as error:  # an unknown token typed in the box: say so in the figure
+            fig, ax = plt.subplots(figsize=(5, 1))
+            ax.axis("off")
+            ax.text(0, 0.5, str(error), fontsize=9, wrap=True)
+            return fig
+
+    return figure_explorer(controls, draw)

@@ -1,0 +1,85 @@
+"""Shared fixtures: the built book, a local web server, and a headless Chromium."""
+
+import functools
+import http.server
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BUILD = ROOT / "_build"
+HTML = BUILD / "html"
+SCREENSHOTS = BUILD / "screenshots"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+
+
+def require_chromium():
+    """Skip (on a laptop) or fail (under CI) when Debian's Chromium is missing."""
+    if CHROMIUM.exists():
+        return
+    message = f"Chromium not found at {CHROMIUM}; install it with `apt-get install chromium`"
+    if os.environ.get("CI"):
+        pytest.fail(f"browser tests must run under CI: {message}")
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    require_chromium()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="session")
+def built_book():
+    """The HTML book; built here (from the stored notebook outputs) if it is missing."""
+    if not (HTML / "index.html").exists():
+        jupyter_book = Path(sys.executable).with_name("jupyter-book")
+        subprocess.run([str(jupyter_book), "build", "-W", "-n", "--keep-going", str(ROOT)], check=True, cwd=ROOT)
+    return HTML
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="session")
+def book_server(built_book):
+    """Serve the built book on 127.0.0.1 (a free port); yields the base URL."""
+    handler = functools.partial(_QuietHandler, directory=str(built_book))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+@pytest.fixture(scope="session")
+def screenshot_dir():
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    return SCREENSHOTS
+
+
+def venv_bin(name: str) -> str:
+    """A command from the environment running the tests (the book's .venv)."""
+    candidate = Path(sys.executable).with_name(name)
+    return str(candidate) if candidate.exists() else shutil.which(name)

@@ -1,0 +1,133 @@
+"""masked_softmax and lengths_to_mask, against torch.softmax and their invariants."""
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attnbook import lengths_to_mask, masked_softmax
+
+DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+
+
+def random_scores(shape, seed=0, dtype=torch.float64):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+
+
+def test_without_mask_equals_torch_softmax_on_every_dim():
+    scores = random_scores((3, 4, 5))
+    for dim in (0, 1, -1):
+        torch.testing.assert_close(masked_softmax(scores, dim=dim), torch.softmax(scores, dim=dim))
+
+
+def test_with_mask_equals_minus_infinity_recipe():
+    scores = random_scores((4, 6, 7))
+    keep = torch.rand(4, 6, 7, generator=torch.Generator().manual_seed(1)) > 0.5
+    keep[..., 3] = True
+    expected = torch.softmax(scores.masked_fill(~keep, float("-inf")), dim=-1)
+    torch.testing.assert_close(masked_softmax(scores, keep), expected)
+
+
+def test_mask_along_other_dim():
+    scores = random_scores((5, 3))
+    keep = torch.tensor([True, False, True, True, False])[:, None]
+    expected = torch.softmax(scores.masked_fill(~keep, float("-inf")), dim=0)
+    torch.testing.assert_close(masked_softmax(scores, keep, dim=0), expected)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_fully_masked_rows_are_zero_not_nan(dtype):
+    scores = random_scores((3, 4), dtype=dtype)
+    keep = torch.tensor([[True, False, True, False], [False] * 4, [True] * 4])
+    weights = masked_softmax(scores, keep)
+    assert weights.dtype == dtype
+    assert torch.equal(weights[1], torch.zeros(4, dtype=dtype))
+    assert torch.isfinite(weights).all()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_extreme_logits_stay_finite_with_finite_gradients(dtype):
+    logits = torch.tensor([[1e4, -1e4, 0.0, 5.0], [-1e4, -1e4, -1e4, -1e4]], dtype=dtype, requires_grad=True)
+    keep = torch.tensor([[True, True, True, False], [True, False, True, False]])
+    weights = masked_softmax(logits, keep)
+    assert torch.isfinite(weights).all()
+    # The largest logit wins outright; the two kept -1e4 entries share the second row.
+    assert weights[0].tolist() == [1.0, 0.0, 0.0, 0.0]
+    torch.testing.assert_close(weights[1].float(), torch.tensor([0.5, 0.0, 0.5, 0.0]))
+    (weights * torch.arange(4, dtype=dtype)).sum().backward()
+    assert torch.isfinite(logits.grad).all()
+
+
+def test_gradient_matches_torch_softmax_on_kept_entries():
+    scores = random_scores((2, 5)).requires_grad_()
+    keep = torch.tensor([[True, True, False, True, False], [True] * 5])
+    upstream = random_scores((2, 5), seed=3)
+    (masked_softmax(scores, keep) * upstream).sum().backward()
+    reference_scores = scores.detach().clone().requires_grad_()
+    reference = torch.softmax(reference_scores.masked_fill(~keep, float("-inf")), dim=-1)
+    (reference * upstream).sum().backward()
+    torch.testing.assert_close(scores.grad, reference_scores.grad)
+    assert torch.equal(scores.grad[~keep], torch.zeros(int((~keep).sum()), dtype=scores.dtype))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    rows=st.integers(1, 5),
+    cols=st.integers(1, 8),
+    seed=st.integers(0, 10_000),
+    dtype=st.sampled_from(DTYPES),
+)
+def test_invariants_rows_sum_to_one_and_masked_entries_are_zero(rows, cols, seed, dtype):
+    generator = torch.Generator().manual_seed(seed)
+    scores = (torch.randn(rows, cols, generator=generator) * 20).to(dtype)
+    keep = torch.rand(rows, cols, generator=generator) > 0.4
+    weights = masked_softmax(scores, keep)
+    assert torch.all(weights[~keep] == 0)
+    sums = weights.float().sum(dim=-1)
+    has_kept = keep.any(dim=-1)
+    tolerance = 1e-2 if dtype in (torch.float16, torch.bfloat16) else 1e-5
+    assert torch.allclose(sums[has_kept], torch.ones(int(has_kept.sum())), atol=tolerance)
+    assert torch.all(sums[~has_kept] == 0)
+    assert torch.all(weights >= 0)
+
+
+def test_broadcast_mask():
+    scores = random_scores((2, 3, 4))
+    key_padding = torch.tensor([[True, True, False, False], [True, True, True, True]])[:, None, :]
+    weights = masked_softmax(scores, key_padding)
+    assert torch.all(weights[0, :, 2:] == 0)
+    torch.testing.assert_close(weights[1], torch.softmax(scores[1], dim=-1))
+
+
+def test_bad_inputs_name_the_problem():
+    with pytest.raises(ValueError, match=r"\(2, 4\).*\(2, 3\)"):
+        masked_softmax(torch.zeros(2, 3), torch.ones(2, 4, dtype=torch.bool))
+    with pytest.raises(TypeError, match="boolean"):
+        masked_softmax(torch.zeros(2, 3), torch.ones(2, 3))
+    with pytest.raises(TypeError, match="floating-point"):
+        masked_softmax(torch.zeros(2, 3, dtype=torch.long))
+    with pytest.raises(TypeError, match="torch.Tensor"):
+        masked_softmax([[1.0, 2.0]])
+    with pytest.raises(ValueError, match="enlarge"):
+        masked_softmax(torch.zeros(3), torch.ones(2, 3, dtype=torch.bool))
+
+
+def test_lengths_to_mask_matches_direct_definition():
+    lengths = torch.tensor([[0, 3], [5, 1]])
+    mask = lengths_to_mask(lengths, 5)
+    assert mask.shape == (2, 2, 5)
+    for i in range(2):
+        for j in range(2):
+            assert mask[i, j].tolist() == [position < lengths[i, j].item() for position in range(5)]
+    assert lengths_to_mask([2], 3).tolist() == [[True, True, False]]
+
+
+def test_lengths_to_mask_rejects_lengths_outside_range():
+    with pytest.raises(ValueError, match="valid length 4 is outside"):
+        lengths_to_mask(torch.tensor([1, 4]), 3)
+    with pytest.raises(ValueError, match="valid length -1"):
+        lengths_to_mask([-1], 3)
+    with pytest.raises(TypeError, match="integers"):
+        lengths_to_mask(torch.tensor([1.5]), 3)
+    with pytest.raises(ValueError, match="n must be"):
+        lengths_to_mask([1], -2)

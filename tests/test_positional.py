@@ -1,0 +1,290 @@
+"""Tests for attnbook.positional and the chapter-7 explorer.
+
+Every expected value comes from the formula itself, evaluated element by element
+with math.sin / math.cos, never from the vectorised code under test.
+"""
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attnbook.positional import (
+    LearnedPositionalEmbedding,
+    PositionalEncoding,
+    pair_frequencies,
+    position_shift_matrix,
+    sinusoidal_encoding,
+)
+from attnbook.widgets.positional import plot_positional, positional_view
+
+FAST = settings(max_examples=40, deadline=None)
+
+
+def direct_encoding(num_positions, dim, base=10000.0, first=0):
+    """P[pos, 2i] = sin(pos / base^(2i/dim)), P[pos, 2i+1] = cos(pos / base^(2i/dim)), one entry at a time."""
+    rows = []
+    for pos in range(first, first + num_positions):
+        row = []
+        for column in range(dim):
+            pair = column // 2
+            angle = pos / base ** (2 * pair / dim)
+            row.append(math.sin(angle) if column % 2 == 0 else math.cos(angle))
+        rows.append(row)
+    return torch.tensor(rows, dtype=torch.float64).reshape(num_positions, dim)
+
+
+def direct_shift_matrix(delta, dim, base=10000.0):
+    """The block-diagonal rotation [[cos dw, sin dw], [-sin dw, cos dw]] per column pair, entry by entry."""
+    matrix = [[0.0] * dim for _ in range(dim)]
+    for pair in range(dim // 2):
+        angle = delta / base ** (2 * pair / dim)
+        a, b = 2 * pair, 2 * pair + 1
+        matrix[a][a], matrix[a][b] = math.cos(angle), math.sin(angle)
+        matrix[b][a], matrix[b][b] = -math.sin(angle), math.cos(angle)
+    return torch.tensor(matrix, dtype=torch.float64)
+
+
+# ---------------------------------------------------------------- sinusoidal_encoding
+
+
+@pytest.mark.parametrize(
+    "num_positions, dim, base", [(3, 4, 10000.0), (50, 16, 10000.0), (20, 6, 100.0), (7, 5, 10000.0), (4, 1, 10.0)]
+)
+def test_sinusoidal_encoding_matches_the_formula(num_positions, dim, base):
+    encoding = sinusoidal_encoding(num_positions, dim, base)
+    assert encoding.shape == (num_positions, dim)
+    assert encoding.dtype == torch.float32
+    torch.testing.assert_close(encoding.double(), direct_encoding(num_positions, dim, base), atol=1e-6, rtol=0)
+
+
+def test_worked_example_i_am_good():
+    """'I am good.' with d = 4: the correct values of the book's list of worked examples (erratum 7)."""
+    expected = torch.tensor([[0, 1, 0, 1], [0.841, 0.540, 0.010, 1.000], [0.909, -0.416, 0.020, 1.000]])
+    encoding = sinusoidal_encoding(3, 4)
+    torch.testing.assert_close(encoding, expected, atol=5e-4, rtol=0)
+    # cos(1/100) and cos(1/50) round to 1.000, not to the source's 0.99
+    assert round(encoding[1, 3].item(), 3) == 1.0 and round(encoding[2, 3].item(), 3) == 1.0
+
+
+@FAST
+@given(num_positions=st.integers(0, 30), dim=st.integers(1, 24), base=st.floats(2.0, 1e5))
+def test_sinusoidal_encoding_any_dim_property(num_positions, dim, base):
+    """Odd dims work too: even columns stay sin(pos / base^(2i/dim)), the last column of an odd dim is a sine."""
+    encoding = sinusoidal_encoding(num_positions, dim, base)
+    torch.testing.assert_close(encoding.double(), direct_encoding(num_positions, dim, base), atol=2e-6, rtol=0)
+
+
+def test_sinusoidal_encoding_zero_positions():
+    assert sinusoidal_encoding(0, 8).shape == (0, 8)
+
+
+def test_pair_frequencies_match_the_formula():
+    for dim, base in ((8, 10000.0), (5, 10.0)):
+        expected = torch.tensor([base ** (-2 * i / dim) for i in range((dim + 1) // 2)], dtype=torch.float64)
+        torch.testing.assert_close(pair_frequencies(dim, base), expected)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        (dict(num_positions=-1, dim=4), ValueError, "num_positions must be a non-negative int, got -1"),
+        (dict(num_positions=2.5, dim=4), ValueError, "num_positions .* got 2.5"),
+        (dict(num_positions=3, dim=0), ValueError, "dim must be a positive int, got 0"),
+        (dict(num_positions=3, dim=4.0), ValueError, "dim must be a positive int, got 4.0"),
+        (dict(num_positions=3, dim=4, base=0.0), ValueError, "base must be a positive finite number, got 0.0"),
+        (dict(num_positions=3, dim=4, base=-5.0), ValueError, "base .* got -5.0"),
+        (dict(num_positions=3, dim=4, base=float("inf")), ValueError, "base .* got inf"),
+        (dict(num_positions=3, dim=4, base="10000"), TypeError, "base must be a number, got str"),
+    ],
+)
+def test_sinusoidal_encoding_bad_input(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        sinusoidal_encoding(**kwargs)
+
+
+# ---------------------------------------------------------------- position_shift_matrix
+
+
+@pytest.mark.parametrize("delta, dim, base", [(1, 4, 10000.0), (5, 16, 10000.0), (-3, 8, 100.0), (2.5, 6, 10000.0)])
+def test_position_shift_matrix_matches_the_formula(delta, dim, base):
+    matrix = position_shift_matrix(delta, dim, base)
+    assert matrix.shape == (dim, dim)
+    torch.testing.assert_close(matrix.double(), direct_shift_matrix(delta, dim, base), atol=1e-7, rtol=0)
+
+
+@FAST
+@given(
+    position=st.integers(0, 500),
+    delta=st.integers(-200, 200),
+    half_dim=st.integers(1, 16),
+    base=st.sampled_from([10.0, 100.0, 10000.0]),
+)
+def test_shift_matrix_maps_position_i_to_i_plus_delta(position, delta, half_dim, base):
+    """M(delta) @ P[i] = P[i + delta] for random i, delta and even dim, with P from the direct formula."""
+    dim = 2 * half_dim
+    matrix = position_shift_matrix(delta, dim, base)
+    source = direct_encoding(1, dim, base, first=position)[0]
+    target = direct_encoding(1, dim, base, first=position + delta)[0]
+    torch.testing.assert_close(matrix.double() @ source, target, atol=1e-5, rtol=0)
+
+
+def test_one_shift_matrix_serves_every_position():
+    """The same M(delta) works for all i at once: M @ P[:n]^T = P[delta:delta+n]^T."""
+    encoding = sinusoidal_encoding(120, 32)
+    for delta in (1, 7, 19):
+        shifted = encoding[:100] @ position_shift_matrix(delta, 32).T
+        torch.testing.assert_close(shifted, encoding[delta : delta + 100], atol=1e-5, rtol=0)
+
+
+@FAST
+@given(a=st.integers(-50, 50), b=st.integers(-50, 50), half_dim=st.integers(1, 8))
+def test_shift_matrices_compose_and_are_orthogonal(a, b, half_dim):
+    dim = 2 * half_dim
+    m_a, m_b = position_shift_matrix(a, dim).double(), position_shift_matrix(b, dim).double()
+    torch.testing.assert_close(m_a @ m_b, position_shift_matrix(a + b, dim).double(), atol=1e-6, rtol=0)
+    torch.testing.assert_close(m_a @ m_a.T, torch.eye(dim, dtype=torch.float64), atol=1e-6, rtol=0)
+
+
+def test_position_shift_matrix_bad_input():
+    with pytest.raises(ValueError, match="needs an even dim, got 5"):
+        position_shift_matrix(1, 5)
+    with pytest.raises(ValueError, match="dim must be a positive int, got 0"):
+        position_shift_matrix(1, 0)
+    with pytest.raises(TypeError, match="delta must be a number, got str"):
+        position_shift_matrix("1", 4)
+    with pytest.raises(ValueError, match="base must be a positive finite number, got -1"):
+        position_shift_matrix(1, 4, base=-1)
+
+
+# ---------------------------------------------------------------- PositionalEncoding
+
+
+@FAST
+@given(batch=st.integers(1, 3), n=st.integers(1, 12), half_dim=st.integers(1, 6), seed=st.integers(0, 2**16))
+def test_positional_encoding_adds_p_without_dropout(batch, n, half_dim, seed):
+    dim = 2 * half_dim
+    x = torch.randn(batch, n, dim, generator=torch.Generator().manual_seed(seed))
+    layer = PositionalEncoding(dim, max_len=16, dropout=0.0).train()
+    expected = x.double() + direct_encoding(n, dim)
+    torch.testing.assert_close(layer(x).double(), expected, atol=1e-6, rtol=0)
+
+
+def test_positional_encoding_odd_dim_and_unbatched_input():
+    x = torch.zeros(6, 7)
+    torch.testing.assert_close(PositionalEncoding(7, max_len=10)(x).double(), direct_encoding(6, 7), atol=1e-6, rtol=0)
+
+
+def test_positional_encoding_has_no_parameters_and_follows_the_input_dtype():
+    layer = PositionalEncoding(8, max_len=32)
+    assert sum(p.numel() for p in layer.parameters()) == 0
+    assert "encoding" not in layer.state_dict()
+    out = layer(torch.zeros(2, 5, 8, dtype=torch.float64))
+    assert out.dtype == torch.float64
+
+
+@FAST
+@given(p=st.sampled_from([0.1, 0.5, 0.9]), seed=st.integers(0, 2**16))
+def test_positional_encoding_dropout_in_train_mode_only(p, seed):
+    torch.manual_seed(seed)
+    x = torch.randn(4, 16, 8, generator=torch.Generator().manual_seed(seed))
+    layer = PositionalEncoding(8, max_len=16, dropout=p)
+    clean = x + sinusoidal_encoding(16, 8)
+
+    layer.eval()
+    torch.testing.assert_close(layer(x), clean)
+
+    layer.train()
+    out = layer(x)
+    dropped = out == 0
+    assert dropped.any() and not dropped.all()  # 512 entries: all-or-nothing has probability < 1e-23
+    # the survivors are scaled by 1 / (1 - p), as in nn.Dropout
+    torch.testing.assert_close(out[~dropped], clean[~dropped] / (1 - p))
+
+
+def test_positional_encoding_bad_input():
+    layer = PositionalEncoding(8, max_len=10)
+    with pytest.raises(ValueError, match="sequence length 11 exceeds max_len 10"):
+        layer(torch.zeros(2, 11, 8))
+    with pytest.raises(ValueError, match="x has 6, dim has 8"):
+        layer(torch.zeros(2, 5, 6))
+    with pytest.raises(TypeError, match="floating-point tensor, got dtype torch.int64"):
+        layer(torch.zeros(2, 5, 8, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"shape \(\.\.\., n, dim\), got \(8,\)"):
+        layer(torch.zeros(8))
+    with pytest.raises(ValueError, match="max_len must be a positive int, got 0"):
+        PositionalEncoding(8, max_len=0)
+
+
+# ---------------------------------------------------------------- LearnedPositionalEmbedding
+
+
+def test_learned_embedding_adds_its_rows_like_nn_embedding():
+    torch.manual_seed(0)
+    layer = LearnedPositionalEmbedding(max_len=12, dim=6)
+    x = torch.randn(3, 9, 6, generator=torch.Generator().manual_seed(1))
+    lookup = torch.nn.functional.embedding(torch.arange(9), layer.embedding.weight)
+    torch.testing.assert_close(layer(x), x + lookup)
+    assert sum(p.numel() for p in layer.parameters() if p.requires_grad) == 12 * 6
+
+
+def test_learned_embedding_has_gradients_for_used_rows_only():
+    layer = LearnedPositionalEmbedding(max_len=10, dim=4)
+    x = torch.randn(3, 7, 4, generator=torch.Generator().manual_seed(2), requires_grad=True)
+    layer(x).sum().backward()
+    grad = layer.embedding.weight.grad
+    # d(sum)/dE[pos] = batch size for every used position, 0 for positions never seen
+    torch.testing.assert_close(grad[:7], torch.full((7, 4), 3.0))
+    torch.testing.assert_close(grad[7:], torch.zeros(3, 4))
+    torch.testing.assert_close(x.grad, torch.ones(3, 7, 4))
+
+
+def test_learned_embedding_bad_input():
+    layer = LearnedPositionalEmbedding(max_len=4, dim=3)
+    with pytest.raises(ValueError, match="sequence length 5 exceeds max_len 4"):
+        layer(torch.zeros(1, 5, 3))
+    with pytest.raises(ValueError, match="x has 2, dim has 3"):
+        layer(torch.zeros(1, 4, 2))
+    with pytest.raises(ValueError, match="max_len must be a positive int, got -2"):
+        LearnedPositionalEmbedding(-2, 3)
+    with pytest.raises(ValueError, match="dim must be a positive int, got 0"):
+        LearnedPositionalEmbedding(4, 0)
+
+
+# ---------------------------------------------------------------- the explorer's pure view
+
+
+def test_positional_view_numbers():
+    view = positional_view(position=10, delta=5, dim=16, base=10000.0, num_positions=64)
+    full = direct_encoding(64, 16)
+    torch.testing.assert_close(view["encoding"].double(), full, atol=1e-6, rtol=0)
+    torch.testing.assert_close(view["p_position"].double(), full[10], atol=1e-6, rtol=0)
+    torch.testing.assert_close(view["p_target"].double(), full[15], atol=1e-6, rtol=0)
+    torch.testing.assert_close(view["shift_matrix"].double(), direct_shift_matrix(5, 16), atol=1e-7, rtol=0)
+    torch.testing.assert_close(view["p_shifted"].double(), full[15], atol=1e-5, rtol=0)
+    assert view["max_error"] < 1e-5
+
+
+def test_positional_view_negative_delta_and_bad_positions():
+    view = positional_view(position=20, delta=-20, dim=4, base=100.0)
+    torch.testing.assert_close(view["p_target"].double(), direct_encoding(1, 4, 100.0)[0], atol=1e-6, rtol=0)
+    assert view["max_error"] < 1e-5
+    with pytest.raises(ValueError, match=r"position \+ delta = -1 is outside 0 \.\. 63"):
+        positional_view(position=3, delta=-4)
+    with pytest.raises(ValueError, match="position = 64 is outside 0 .. 63"):
+        positional_view(position=64, delta=0)
+    with pytest.raises(ValueError, match="needs an even dim, got 5"):
+        positional_view(dim=5)
+
+
+def test_plot_positional_returns_a_figure():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = plot_positional(positional_view())
+    assert len(fig.axes) == 3
+    plt.close(fig)

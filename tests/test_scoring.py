@@ -1,0 +1,239 @@
+"""Scoring functions (chapter 2): each against PyTorch or a direct formula."""
+
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attnbook import AdditiveScore, BilinearScore, dot_score, scaled_dot_score
+from attnbook.score_scaling import random_score_statistics, random_scores, softmax_jacobian, softmax_statistics
+from attnbook.widgets.scoring import DIMS, plot_scoring, scoring_explorer, scoring_view
+
+
+def _gen(seed):
+    return torch.Generator().manual_seed(seed)
+
+
+def _pair(batch=(2,), n_q=3, n_k=5, d_q=4, d_k=4, seed=0):
+    g = _gen(seed)
+    queries = torch.randn(*batch, n_q, d_q, generator=g, dtype=torch.float64)
+    keys = torch.randn(*batch, n_k, d_k, generator=g, dtype=torch.float64)
+    return queries, keys
+
+
+# --- dot and scaled dot product -------------------------------------------------------------
+
+
+def test_dot_score_matches_a_loop_over_pairs():
+    queries, keys = _pair()
+    scores = dot_score(queries, keys)
+    assert scores.shape == (2, 3, 5)
+    for b in range(2):
+        for i in range(3):
+            for j in range(5):
+                assert scores[b, i, j].item() == pytest.approx(torch.dot(queries[b, i], keys[b, j]).item())
+
+
+def test_dot_score_matches_einsum_and_broadcasts_batches():
+    g = _gen(1)
+    queries = torch.randn(2, 1, 3, 6, generator=g)
+    keys = torch.randn(4, 5, 6, generator=g)  # batch (4,) broadcasts against (2, 1)
+    expected = torch.einsum("bhid,hjd->bhij", queries.expand(2, 4, 3, 6), keys)
+    assert torch.allclose(dot_score(queries, keys), expected, atol=1e-6)
+
+
+def test_scaled_dot_score_is_dot_over_sqrt_d():
+    queries, keys = _pair(d_q=9, d_k=9)
+    assert torch.allclose(scaled_dot_score(queries, keys), dot_score(queries, keys) / 3.0)
+
+
+def test_softmax_of_scaled_scores_equals_torch_sdpa_weights():
+    # With the identity matrix as values, PyTorch's attention returns its weights.
+    queries, keys = _pair(n_q=4, n_k=6, d_q=8, d_k=8)
+    eye = torch.eye(6, dtype=torch.float64).expand(2, 6, 6)
+    torch_weights = F.scaled_dot_product_attention(queries, keys, eye)
+    assert torch.allclose(torch.softmax(scaled_dot_score(queries, keys), dim=-1), torch_weights, atol=1e-12)
+
+
+@pytest.mark.parametrize("score", [dot_score, scaled_dot_score])
+def test_dot_scores_reject_mismatched_feature_sizes(score):
+    queries, keys = _pair(d_q=4, d_k=3)
+    with pytest.raises(ValueError, match=r"queries has 4, keys has 3"):
+        score(queries, keys)
+
+
+@pytest.mark.parametrize("score", [dot_score, scaled_dot_score])
+def test_dot_scores_reject_bad_shapes_and_dtypes(score):
+    with pytest.raises(ValueError, match=r"\(4,\)"):
+        score(torch.zeros(4), torch.zeros(3, 4))
+    with pytest.raises(ValueError, match=r"\(2,\).*\(3,\)"):
+        score(torch.zeros(2, 3, 4), torch.zeros(3, 5, 4))
+    with pytest.raises(TypeError, match="int64"):
+        score(torch.zeros(3, 4, dtype=torch.long), torch.zeros(5, 4))
+
+
+# --- additive ---------------------------------------------------------------------------------
+
+
+def test_additive_score_matches_the_formula_pair_by_pair():
+    torch.manual_seed(0)
+    score = AdditiveScore(query_dim=3, key_dim=5, hidden_dim=7).double()
+    queries, keys = _pair(n_q=2, n_k=4, d_q=3, d_k=5, seed=2)
+    W, U, v = score.key_proj.weight, score.query_proj.weight, score.v.weight.squeeze(0)
+    out = score(queries, keys)
+    assert out.shape == (2, 2, 4)
+    for b in range(2):
+        for i in range(2):
+            for j in range(4):
+                expected = v @ torch.tanh(W @ keys[b, j] + U @ queries[b, i])
+                assert out[b, i, j].item() == pytest.approx(expected.item(), abs=1e-12)
+
+
+def test_additive_score_trains_all_its_parameters():
+    torch.manual_seed(0)
+    score = AdditiveScore(3, 5, 7)
+    queries, keys = _pair(n_q=2, n_k=4, d_q=3, d_k=5)
+    score(queries.float(), keys.float()).sum().backward()
+    for name, parameter in score.named_parameters():
+        assert parameter.grad is not None and parameter.grad.abs().sum() > 0, name
+
+
+def test_additive_score_rejects_wrong_feature_sizes():
+    score = AdditiveScore(query_dim=3, key_dim=5, hidden_dim=7)
+    with pytest.raises(ValueError, match=r"queries has 4, query_dim has 3"):
+        score(torch.zeros(2, 4), torch.zeros(6, 5))
+    with pytest.raises(ValueError, match=r"keys has 4, key_dim has 5"):
+        score(torch.zeros(2, 3), torch.zeros(6, 4))
+
+
+# --- bilinear ---------------------------------------------------------------------------------
+
+
+def test_bilinear_score_matches_torch_bilinear():
+    torch.manual_seed(0)
+    score = BilinearScore(query_dim=3, key_dim=5).double()
+    queries, keys = _pair(batch=(), n_q=4, n_k=6, d_q=3, d_k=5)
+    out = score(queries, keys)
+    # F.bilinear(x1, x2, A) = x1^T A x2 for each row pair; here x1 = key, x2 = query.
+    k = keys.unsqueeze(0).expand(4, 6, 5)
+    q = queries.unsqueeze(1).expand(4, 6, 3)
+    expected = F.bilinear(k, q, score.weight.unsqueeze(0)).squeeze(-1)
+    assert torch.allclose(out, expected, atol=1e-12)
+
+
+def test_bilinear_with_w_equal_ut_v_is_a_dot_product_of_projections():
+    g = _gen(3)
+    U = torch.randn(2, 5, generator=g, dtype=torch.float64)  # projects keys (5 -> 2)
+    V = torch.randn(2, 3, generator=g, dtype=torch.float64)  # projects queries (3 -> 2)
+    score = BilinearScore(query_dim=3, key_dim=5).double()
+    with torch.no_grad():
+        score.weight.copy_(U.T @ V)
+    queries, keys = _pair(batch=(), n_q=4, n_k=6, d_q=3, d_k=5)
+    assert torch.allclose(score(queries, keys), dot_score(queries @ V.T, keys @ U.T), atol=1e-12)
+
+
+def test_bilinear_is_asymmetric_unless_w_is_symmetric():
+    torch.manual_seed(0)
+    score = BilinearScore(4, 4).double()
+    a, b = _pair(batch=(), n_q=5, n_k=5, d_q=4, d_k=4)
+    assert not torch.allclose(score(a, b), score(b, a).T)
+    with torch.no_grad():
+        score.weight.copy_(score.weight + score.weight.T)
+    assert torch.allclose(score(a, b), score(b, a).T, atol=1e-12)
+    assert torch.allclose(dot_score(a, b), dot_score(b, a).T)  # the dot product is symmetric
+
+
+def test_bilinear_rejects_wrong_feature_sizes():
+    score = BilinearScore(query_dim=3, key_dim=5)
+    with pytest.raises(ValueError, match=r"queries has 2, query_dim has 3"):
+        score(torch.zeros(4, 2), torch.zeros(6, 5))
+    with pytest.raises(ValueError, match=r"keys has 3, key_dim has 5"):
+        score(torch.zeros(4, 3), torch.zeros(6, 3))
+
+
+# --- why scaling: statistics ------------------------------------------------------------------
+
+
+def test_softmax_jacobian_matches_autograd():
+    scores = torch.randn(6, generator=_gen(4), dtype=torch.float64)
+    expected = torch.autograd.functional.jacobian(lambda s: torch.softmax(s, dim=-1), scores)
+    assert torch.allclose(softmax_jacobian(torch.softmax(scores, dim=-1)), expected, atol=1e-12)
+
+
+def test_random_scores_have_variance_d_unscaled_and_one_scaled():
+    for dim in (4, 64, 1024):
+        unscaled = random_scores(dim, scaled=False, n_trials=256)
+        scaled = random_scores(dim, scaled=True, n_trials=256)
+        assert torch.allclose(scaled, unscaled / math.sqrt(dim))  # same draws, divided by sqrt(D)
+        assert unscaled.var().item() == pytest.approx(dim, rel=0.1)
+        assert scaled.var().item() == pytest.approx(1.0, rel=0.1)
+
+
+def test_softmax_statistics_of_uniform_scores():
+    n = 8
+    stats = softmax_statistics(torch.zeros(3, n, dtype=torch.float64))
+    assert stats["max_weight"] == pytest.approx(1 / n)
+    assert stats["entropy"] == pytest.approx(math.log(n))
+    assert stats["max_gradient"] == pytest.approx((1 / n) * (1 - 1 / n))  # the diagonal w(1 - w)
+    assert stats["saturated"] == 0.0
+
+
+def test_softmax_statistics_of_saturated_scores():
+    scores = torch.tensor([[100.0, 0.0, 0.0], [0.0, 0.0, 100.0]], dtype=torch.float64)
+    stats = softmax_statistics(scores)
+    assert stats["saturated"] == 1.0 and stats["max_gradient"] < 1e-40 and stats["entropy"] < 1e-40
+
+
+def test_temperature_divides_the_scores():
+    scores = random_scores(16, scaled=False, n_trials=32)
+    hot, divided = softmax_statistics(scores, 4.0), softmax_statistics(scores / 4.0)
+    for name in ("max_weight", "entropy", "max_gradient", "saturated"):
+        assert hot[name] == pytest.approx(divided[name])
+
+
+def test_scaling_keeps_gradients_alive_while_unscaled_ones_vanish():
+    small = random_score_statistics(4, scaled=False)
+    large = random_score_statistics(1024, scaled=False)
+    scaled = random_score_statistics(1024, scaled=True)
+    assert large["max_gradient"] < small["max_gradient"] / 4
+    assert scaled["max_gradient"] > 4 * large["max_gradient"]
+    assert large["saturated"] > 0.5 > scaled["saturated"]
+
+
+def test_statistics_reject_bad_input():
+    with pytest.raises(ValueError, match="dim must be an int of at least 1, got 0"):
+        random_scores(0)
+    with pytest.raises(ValueError, match="n_keys must be an int of at least 2, got 1"):
+        random_scores(4, n_keys=1)
+    with pytest.raises(ValueError, match="temperature must be a positive finite number, got 0"):
+        softmax_statistics(torch.zeros(2, 3), temperature=0.0)
+
+
+# --- the explorer -----------------------------------------------------------------------------
+
+
+def test_scoring_view_numbers():
+    view = scoring_view(dim=256, scaled=False, temperature=2.0)
+    expected = softmax_statistics(random_scores(256, scaled=False, n_trials=256, n_keys=16, seed=0), 2.0)
+    assert view["stats"] == pytest.approx(expected)
+    assert view["sorted_weights"].sum().item() == pytest.approx(1.0)
+    assert (view["sorted_weights"][:-1] >= view["sorted_weights"][1:]).all()
+    assert view["sorted_weights"][0].item() == pytest.approx(expected["max_weight"])
+    assert len(view["curves"][True]) == len(view["curves"][False]) == len(DIMS)
+    assert view["curves"][False][DIMS.index(256)] == pytest.approx(expected["max_gradient"])
+
+
+def test_plot_and_explorer_build():
+    import matplotlib.pyplot as plt
+
+    figure = plot_scoring(scoring_view())
+    assert len(figure.axes) == 2
+    plt.close(figure)
+    box = scoring_explorer()
+    assert len(box.children) == 2
+    plt.close("all")

@@ -1,0 +1,54 @@
+"""The chapter-1 explorer: its pure view function, its figure and its builder."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import torch  # noqa: E402
+
+from attnbook import nadaraya_watson, regression_data  # noqa: E402
+from attnbook.widgets.basics import kernel_regression_explorer, kernel_regression_view, plot_kernel_regression  # noqa: E402
+
+
+def test_view_matches_nadaraya_watson_directly():
+    view = kernel_regression_view(bandwidth=0.7, n_train=30)
+    x_train, y_train, x_test, y_true = regression_data(n_train=30)
+    expected, weights = nadaraya_watson(x_test, x_train, y_train, bandwidth=0.7)
+    torch.testing.assert_close(view["predictions"], expected)
+    torch.testing.assert_close(view["weights"], weights)
+    assert abs(view["mse"] - float(((expected - y_true) ** 2).mean())) < 1e-7
+
+
+def test_view_reacts_to_its_controls():
+    narrow, wide = kernel_regression_view(bandwidth=0.1), kernel_regression_view(bandwidth=2.0)
+    assert narrow["weights"].max(dim=1).values.mean() > wide["weights"].max(dim=1).values.mean()
+    assert kernel_regression_view(n_train=80)["weights"].shape == (100, 80)
+
+
+def test_plot_shows_the_view():
+    view = kernel_regression_view()
+    fig = plot_kernel_regression(view)
+    left = fig.axes[0]
+    torch.testing.assert_close(torch.as_tensor(left.lines[1].get_ydata()), view["predictions"])
+    plt.close(fig)
+
+
+def test_builder_redraws_when_a_slider_moves():
+    box = kernel_regression_explorer(bandwidth=0.3, n_train=50)
+    sliders, output = box.children
+    bandwidth, n_train = sliders.children
+    assert (bandwidth.value, n_train.value) == (0.3, 50)
+    before = output.outputs
+    bandwidth.value = 1.0
+    assert output.outputs != before
+
+
+def test_builder_output_is_a_png_of_the_current_figure():
+    box = kernel_regression_explorer()
+    (stored,) = box.children[1].outputs
+    assert stored["output_type"] == "display_data"
+    import base64
+
+    assert base64.b64decode(stored["data"]["image/png"])[:8] == b"\x89PNG\r\n\x1a\n"
+    assert stored["data"]["text/plain"] == "<Figure size 1000x360 with 3 Axes>"
