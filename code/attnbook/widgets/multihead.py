@@ -73,30 +73,62 @@ def multihead_view(num_heads: int = 4, head: int = 0, seed: int = 0) -> dict:
     }
 
 
-def plot_multihead(view: dict):
-    """All heads side by side (top strip, chosen head framed) and the chosen head, large, with its tokens."""
-    weights, head, tokens = view["weights"], view["head"], view["tokens"]
-    num_heads, n = weights.shape[0], weights.shape[-1]
-    # One image for the strip (cheap to draw): heads separated by a blank column.
+def _head_strip(weights: torch.Tensor) -> torch.Tensor:
+    """(num_heads, n, n) -> (n, num_heads * (n + 1) - 1): heads side by side, a blank (NaN) column between."""
+    num_heads, n, _ = weights.shape
     strip = torch.full((n, num_heads * (n + 1) - 1), float("nan"))
     for h in range(num_heads):
         strip[:, h * (n + 1) : h * (n + 1) + n] = weights[h]
-    vmax = float(weights.max())
-    fig, (top, main) = plt.subplots(2, 1, figsize=(7.5, 6.2), height_ratios=(1, 3.2))
-    top.imshow(strip.numpy(), cmap="Reds", vmin=0, vmax=vmax, aspect="auto")
-    top.add_patch(plt.Rectangle((head * (n + 1) - 0.5, -0.5), n, n, fill=False, edgecolor="tab:blue", linewidth=2.5))
-    top.set_xticks([h * (n + 1) + (n - 1) / 2 for h in range(num_heads)], labels=[f"head {h}" for h in range(num_heads)], fontsize=8)
-    top.set_yticks([])
-    top.set_title(f"{num_heads} head{'s' if num_heads > 1 else ''} of d_head = {view['head_dim']} (rows: queries, columns: keys)", fontsize=9)
-    image = main.imshow(view["head_weights"].numpy(), cmap="Reds", vmin=0, vmax=vmax)
-    main.set_xticks(range(n), labels=tokens, rotation=45, fontsize=8)
-    main.set_yticks(range(n), labels=tokens, fontsize=8)
-    main.set_xlabel("keys")
-    main.set_ylabel("queries")
-    main.set_title(f"head {head}: mean row entropy {view['entropy'][head]:.2f} nats", fontsize=9)
-    fig.colorbar(image, ax=main, shrink=0.9)
-    fig.tight_layout()
-    return fig
+    return strip
+
+
+class _HeadsFigure:
+    """The explorer's figure, built once; ``update(view)`` redraws it in place (no new axes: fast)."""
+
+    def __init__(self, tokens=SENTENCE):
+        n = len(tokens)
+        self.figure = plt.figure(figsize=(7.5, 6.2))
+        self.top = self.figure.add_axes((0.12, 0.78, 0.83, 0.15))
+        self.main = self.figure.add_axes((0.12, 0.1, 0.66, 0.56))
+        colour_axes = self.figure.add_axes((0.8, 0.1, 0.025, 0.56))
+        self.strip_image = self.top.imshow(torch.zeros(n, n).numpy(), cmap="Reds", vmin=0, vmax=1, aspect="auto")
+        self.frame = self.top.add_patch(
+            plt.Rectangle((-0.5, -0.5), n, n, fill=False, edgecolor="tab:blue", linewidth=2.5)
+        )
+        self.top.set_yticks([])
+        self.head_image = self.main.imshow(torch.zeros(n, n).numpy(), cmap="Reds", vmin=0, vmax=1)
+        self.main.set_xticks(range(n), labels=tokens, rotation=45, fontsize=8)
+        self.main.set_yticks(range(n), labels=tokens, fontsize=8)
+        self.main.set_xlabel("keys")
+        self.main.set_ylabel("queries")
+        self.figure.colorbar(self.head_image, cax=colour_axes)
+
+    def update(self, view: dict):
+        weights, head = view["weights"], view["head"]
+        num_heads, n = weights.shape[0], weights.shape[-1]
+        vmax = float(weights.max())
+        width = num_heads * (n + 1) - 1
+        self.strip_image.set_data(_head_strip(weights).numpy())
+        self.strip_image.set_extent((-0.5, width - 0.5, n - 0.5, -0.5))
+        self.top.set_xlim(-0.5, width - 0.5)
+        self.top.set_xticks(
+            [h * (n + 1) + (n - 1) / 2 for h in range(num_heads)], labels=[f"head {h}" for h in range(num_heads)], fontsize=8
+        )
+        self.frame.set_x(head * (n + 1) - 0.5)
+        plural = "s" if num_heads > 1 else ""
+        self.top.set_title(
+            f"{num_heads} head{plural} of d_head = {view['head_dim']} (rows: queries, columns: keys)", fontsize=9
+        )
+        self.head_image.set_data(view["head_weights"].numpy())
+        for image in (self.strip_image, self.head_image):
+            image.set_clim(0, vmax)
+        self.main.set_title(f"head {head}: mean row entropy {view['entropy'][head]:.2f} nats", fontsize=9)
+        return self.figure
+
+
+def plot_multihead(view: dict):
+    """All heads side by side (top strip, chosen head framed) and the chosen head, large, with its tokens."""
+    return _HeadsFigure(view["tokens"]).update(view)
 
 
 def multihead_explorer(num_heads: int = 4, head: int = 0):
@@ -111,4 +143,5 @@ def multihead_explorer(num_heads: int = 4, head: int = 0):
 
     heads.observe(fit_slider, names="value")
     controls = {"num_heads": heads, "head": chosen}
-    return figure_explorer(controls, lambda **values: plot_multihead(multihead_view(**values)))
+    painter = _HeadsFigure()  # one figure, updated in place on every move
+    return figure_explorer(controls, lambda **values: painter.update(multihead_view(**values)))

@@ -52,7 +52,7 @@ def self_attention_view(
     ``positions``, ``weights`` (n, n) attention matrix, ``row`` (n,) the chosen token's
     attention row, ``copies`` (indices of every occurrence of the chosen word) and
     ``copy_gap``: the largest difference between the attention rows of those copies
-    (0.0 when the word occurs once; exactly 0.0 for repeated words without positions).
+    (0.0 when the word occurs once; 0 up to float rounding for repeated words without positions).
     """
     tokens = sentence.split()
     if not tokens:

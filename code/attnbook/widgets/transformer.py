@@ -45,20 +45,24 @@ def cls_attention_view(model, text: str = "cdAefgBh", layer: int = 0, head: int 
 def plot_cls_attention(view: dict):
     """The head's attention map, queries x keys, labelled with the tokens."""
     n = len(view["tokens"])
-    fig, ax = plt.subplots(figsize=(4.2, 4.2), dpi=80)
+    fig = plt.figure(figsize=(4.2, 4.4), dpi=80)
+    ax = fig.add_axes((0.15, 0.15, 0.83, 0.73))
     ax.imshow(view["weights"].numpy(), cmap="Reds", vmin=0, vmax=1)
+    # Token labels as plain text: much faster to draw than n tick objects per axis.
+    ax.set_xticks([])
+    ax.set_yticks([])
     fontsize = 8 if n <= 24 else 6
-    ax.set_xticks(range(n), labels=view["tokens"], rotation=90, fontsize=fontsize)
-    ax.set_yticks(range(n), labels=view["tokens"], fontsize=fontsize)
-    ax.set_xlabel("keys (white 0, dark red 1)", fontsize=8)
-    ax.set_ylabel("queries", fontsize=8)
+    for i, token in enumerate(view["tokens"]):
+        ax.text(i, n - 0.3, token, rotation=90, ha="center", va="top", fontsize=fontsize)
+        ax.text(-0.8, i, token, ha="right", va="center", fontsize=fontsize)
+    ax.set_xlabel("keys (white = 0, dark red = 1)", fontsize=8, labelpad=30)
+    ax.set_ylabel("queries", fontsize=8, labelpad=30)
     answer = {None: "undefined", True: "yes", False: "no"}[view["answer"]]
     ax.set_title(
         f"layer {view['layer']}, head {view['head']}: "
         f"P(A before B) = {view['prob_before']:.3f}\n(true answer: {answer})",
         fontsize=9,
     )
-    fig.subplots_adjust(left=0.14, bottom=0.16, right=0.98, top=0.88)
     return fig
 
 

@@ -1,0 +1,343 @@
+"""Soft and hard attention (chapter 3), REINFORCE training and the chapter's explorer."""
+
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attnbook import AdditiveScore, attention, attention_weights, dot_score, hard_attention, masked_softmax, scaled_dot_score
+from attnbook.hard_training import (
+    QuerySelector,
+    choice_losses,
+    hidden_direction,
+    leave_one_out_baseline,
+    reinforce_surrogate,
+    selection_task,
+    soft_loss,
+    train_selector,
+)
+from attnbook.widgets.soft_hard import KEY_VALUES, circle_keys, plot_soft_hard, soft_hard_explorer, soft_hard_view
+
+
+def _gen(seed):
+    return torch.Generator().manual_seed(seed)
+
+
+def _qkv(batch=(2,), n_q=3, n_k=5, d=4, d_v=6, seed=0, dtype=torch.float64):
+    g = _gen(seed)
+    return (
+        torch.randn(*batch, n_q, d, generator=g, dtype=dtype),
+        torch.randn(*batch, n_k, d, generator=g, dtype=dtype),
+        torch.randn(*batch, n_k, d_v, generator=g, dtype=dtype),
+    )
+
+
+# --- soft attention ---------------------------------------------------------------------------
+
+
+def test_attention_equals_torch_sdpa_without_mask():
+    queries, keys, values = _qkv(batch=(2, 3))
+    output, weights = attention(queries, keys, values)
+    assert torch.allclose(output, F.scaled_dot_product_attention(queries, keys, values), atol=1e-12)
+    assert torch.allclose(weights.sum(dim=-1), torch.ones(2, 3, 3, dtype=torch.float64))
+
+
+def test_attention_equals_torch_sdpa_with_a_mask():
+    queries, keys, values = _qkv(batch=(2,), n_q=4, n_k=7)
+    mask = torch.rand(2, 4, 7, generator=_gen(1)) > 0.5
+    mask[..., 3] = True  # every query keeps a key: PyTorch's result is then defined
+    output, weights = attention(queries, keys, values, mask=mask)
+    expected = F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask)
+    assert torch.allclose(output, expected, atol=1e-12)
+    assert (weights[~mask] == 0).all()
+
+
+def test_attention_with_a_broadcast_key_mask_equals_sdpa():
+    queries, keys, values = _qkv(batch=(2,), n_q=4, n_k=7)
+    mask = torch.tensor([True] * 5 + [False] * 2)  # padding: the last two keys, for every query
+    output, _ = attention(queries, keys, values, mask=mask)
+    assert torch.allclose(output, F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask), atol=1e-12)
+
+
+def test_attention_with_dot_score_is_the_direct_formula():
+    queries, keys, values = _qkv()
+    output, weights = attention(queries, keys, values, score=dot_score)
+    expected = torch.softmax(queries @ keys.transpose(-2, -1), dim=-1)
+    assert torch.allclose(weights, expected) and torch.allclose(output, expected @ values)
+
+
+def test_attention_accepts_a_score_module():
+    torch.manual_seed(0)
+    score = AdditiveScore(query_dim=4, key_dim=4, hidden_dim=8).double()
+    queries, keys, values = _qkv()
+    output, weights = attention(queries, keys, values, score=score)
+    assert torch.allclose(weights, torch.softmax(score(queries, keys), dim=-1))
+    assert torch.allclose(output, weights @ values)
+    assert torch.equal(attention_weights(queries, keys, score), weights)
+
+
+def test_soft_attention_is_the_expectation_of_hard_samples():
+    queries, keys, values = _qkv(batch=(), n_q=1, n_k=4, d_v=2)
+    soft, _ = attention(queries, keys, values)
+    many = queries.expand(40_000, 4)
+    sampled, _ = hard_attention(many, keys, values, mode="sample", generator=_gen(5))
+    assert torch.allclose(sampled.mean(dim=0), soft[0], atol=0.05)
+
+
+def test_fully_masked_query_gets_zero_output():
+    queries, keys, values = _qkv(batch=(), n_q=2)
+    mask = torch.tensor([[True, False, True, False, False], [False] * 5])
+    output, weights = attention(queries, keys, values, mask=mask)
+    assert (output[1] == 0).all() and (weights[1] == 0).all()
+    assert weights[0].sum().item() == pytest.approx(1.0)
+
+
+def test_attention_rejects_different_numbers_of_keys_and_values():
+    queries, keys, _ = _qkv(n_k=5)
+    with pytest.raises(ValueError, match=r"keys has 5, values has 4"):
+        attention(queries, keys, torch.zeros(2, 4, 6, dtype=torch.float64))
+    with pytest.raises(ValueError, match=r"keys has 5, values has 4"):
+        hard_attention(queries, keys, torch.zeros(2, 4, 6, dtype=torch.float64))
+
+
+def test_attention_rejects_other_bad_input():
+    queries, keys, values = _qkv()
+    with pytest.raises(ValueError, match=r"queries has 4, keys has 3"):
+        attention(queries, keys[..., :3], values)
+    with pytest.raises(ValueError, match=r"keys need shape .*\(4,\)"):
+        attention(queries, torch.zeros(4, dtype=torch.float64), values)
+    with pytest.raises(ValueError, match=r"batch dimensions of keys \(2,\) and values \(3,\)"):
+        attention(queries, keys, torch.zeros(3, 5, 6, dtype=torch.float64))
+    with pytest.raises(TypeError, match="values must be a floating-point tensor"):
+        attention(queries, keys, torch.zeros(2, 5, 6, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"mask of shape \(2, 3, 4\)"):
+        attention(queries, keys, values, mask=torch.ones(2, 3, 4, dtype=torch.bool))
+
+
+# --- properties (hypothesis) -----------------------------------------------------------------
+
+_sizes = st.tuples(st.integers(1, 3), st.integers(1, 4), st.integers(1, 6), st.integers(1, 5), st.integers(0, 10_000))
+
+
+@settings(max_examples=40, deadline=None)
+@given(_sizes)
+def test_weights_sum_to_one_over_kept_keys_and_masked_weights_are_zero(sizes):
+    batch, n_q, n_k, d, seed = sizes
+    queries, keys, values = _qkv(batch=(batch,), n_q=n_q, n_k=n_k, d=d, d_v=2, seed=seed)
+    mask = torch.rand(batch, n_q, n_k, generator=_gen(seed + 1)) > 0.4
+    _, weights = attention(queries, keys, values, mask=mask)
+    assert (weights[~mask] == 0).all()
+    kept = mask.any(dim=-1)
+    sums = weights.sum(dim=-1)
+    assert torch.allclose(sums[kept], torch.ones_like(sums[kept]))
+    assert (sums[~kept] == 0).all()
+
+
+@settings(max_examples=40, deadline=None)
+@given(_sizes)
+def test_permuting_key_value_pairs_together_leaves_the_output_unchanged(sizes):
+    batch, n_q, n_k, d, seed = sizes
+    queries, keys, values = _qkv(batch=(batch,), n_q=n_q, n_k=n_k, d=d, d_v=3, seed=seed)
+    mask = torch.rand(n_q, n_k, generator=_gen(seed + 1)) > 0.3
+    perm = torch.randperm(n_k, generator=_gen(seed + 2))
+    output, weights = attention(queries, keys, values, mask=mask)
+    permuted, permuted_weights = attention(queries, keys[:, perm], values[:, perm], mask=mask[:, perm])
+    assert torch.allclose(output, permuted, atol=1e-12)
+    assert torch.allclose(weights[..., perm], permuted_weights, atol=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(_sizes)
+def test_argmax_hard_attention_picks_the_most_probable_unmasked_value(sizes):
+    batch, n_q, n_k, d, seed = sizes
+    queries, keys, values = _qkv(batch=(batch,), n_q=n_q, n_k=n_k, d=d, d_v=2, seed=seed)
+    mask = torch.rand(batch, n_q, n_k, generator=_gen(seed + 1)) > 0.4
+    mask[..., -1] = True
+    output, index = hard_attention(queries, keys, values, mask=mask)
+    weights = masked_softmax(scaled_dot_score(queries, keys), mask)
+    assert torch.equal(index, weights.argmax(dim=-1))
+    assert mask.gather(-1, index.unsqueeze(-1)).all()
+    for b in range(batch):
+        assert torch.equal(output[b], values[b, index[b]])
+
+
+# --- hard attention ---------------------------------------------------------------------------
+
+
+def test_hard_attention_shapes_and_broadcast_values():
+    queries = torch.randn(2, 3, 4, generator=_gen(0))
+    keys, values = torch.randn(5, 4, generator=_gen(1)), torch.randn(5, 6, generator=_gen(2))
+    for mode in ("argmax", "sample"):
+        output, index = hard_attention(queries, keys, values, mode=mode, generator=_gen(3))
+        assert output.shape == (2, 3, 6) and index.shape == (2, 3) and index.dtype == torch.int64
+        assert torch.equal(output, values[index])
+
+
+def test_hard_attention_sample_frequencies_match_the_weights():
+    query, keys, values = _qkv(batch=(), n_q=1, n_k=6, d=3, d_v=1, seed=7)
+    weights = attention_weights(query, keys)[0]
+    n = 50_000
+    _, index = hard_attention(query.expand(n, 3), keys, values, mode="sample", generator=_gen(8))
+    frequencies = torch.bincount(index, minlength=6).double() / n
+    # Each frequency is within 5 standard errors sqrt(p(1-p)/n) of its weight.
+    tolerance = 5 * torch.sqrt(weights * (1 - weights) / n) + 1e-9
+    assert ((frequencies - weights).abs() <= tolerance).all()
+    # and a chi-square statistic far below its 0.999 quantile for 5 degrees of freedom (20.5)
+    chi2 = (n * (frequencies - weights) ** 2 / weights).sum().item()
+    assert chi2 < 20.5
+
+
+def test_hard_attention_sampling_is_deterministic_with_a_seeded_generator():
+    queries, keys, values = _qkv(n_q=50)
+    first = hard_attention(queries, keys, values, mode="sample", generator=_gen(11))
+    second = hard_attention(queries, keys, values, mode="sample", generator=_gen(11))
+    other = hard_attention(queries, keys, values, mode="sample", generator=_gen(12))
+    assert torch.equal(first[1], second[1]) and torch.equal(first[0], second[0])
+    assert not torch.equal(first[1], other[1])
+
+
+def test_hard_attention_never_samples_masked_keys():
+    queries, keys, values = _qkv(n_q=200)
+    mask = torch.tensor([True, False, True, False, True])
+    _, index = hard_attention(queries, keys, values, mask=mask, mode="sample", generator=_gen(0))
+    assert mask[index].all()
+
+
+def test_hard_attention_rejects_unknown_modes_and_fully_masked_queries():
+    queries, keys, values = _qkv()
+    with pytest.raises(ValueError, match=r"mode must be one of \('argmax', 'sample'\), got 'max'"):
+        hard_attention(queries, keys, values, mode="max")
+    with pytest.raises(ValueError, match="at least one unmasked key"):
+        hard_attention(queries, keys, values, mask=torch.zeros(5, dtype=torch.bool))
+
+
+def test_no_gradient_reaches_the_query_through_hard_attention():
+    query = torch.tensor([[0.3, -1.2, 0.5, 2.0]], dtype=torch.float64, requires_grad=True)
+    _, keys, values = _qkv(batch=(), n_k=5)
+    values.requires_grad_(True)
+    for mode in ("argmax", "sample"):
+        output, _ = hard_attention(query, keys, values, mode=mode, generator=_gen(0))
+        grad_query, grad_values = torch.autograd.grad(output.sum(), (query, values), allow_unused=True)
+        assert grad_query is None  # the selected index is a constant for autograd
+        assert grad_values.abs().sum() > 0  # the chosen value itself does get a gradient
+    soft, _ = attention(query, keys, values)
+    (grad_soft,) = torch.autograd.grad(soft.sum(), query)
+    assert grad_soft.abs().sum() > 0
+
+
+def test_argmax_output_is_a_step_function_of_the_query():
+    keys, values = circle_keys()
+    angles = torch.linspace(0, 2 * math.pi, 721, dtype=torch.float64)
+    queries = 3 * torch.stack([angles.cos(), angles.sin()], dim=-1)
+    hard, _ = hard_attention(queries, keys, values, score=dot_score)
+    soft, _ = attention(queries, keys, values, score=dot_score)
+    assert set(hard.squeeze(-1).tolist()) <= set(KEY_VALUES)
+    jumps = (hard[1:] != hard[:-1]).sum().item()
+    assert 0 < jumps <= len(KEY_VALUES)  # piecewise constant: a handful of jumps
+    assert (soft[1:] != soft[:-1]).all()  # the soft output moves with every step of the angle
+
+
+# --- REINFORCE vs soft training ---------------------------------------------------------------
+
+
+def test_selection_task_targets_follow_the_hidden_direction():
+    items, target = selection_task(20, n_items=6, dim=3, generator=_gen(0))
+    direction = hidden_direction(3)
+    assert direction.norm().item() == pytest.approx(1.0)
+    for example in range(20):
+        projections = [torch.dot(items[example, n], direction).item() for n in range(6)]
+        assert target[example].item() == max(range(6), key=projections.__getitem__)
+
+
+def test_choice_and_soft_losses_match_direct_formulas():
+    items, target = selection_task(4, n_items=5, dim=3, generator=_gen(1))
+    weights = torch.softmax(torch.randn(4, 5, generator=_gen(2), dtype=torch.float64), dim=-1)
+    losses = choice_losses(items, target)
+    for b in range(4):
+        for n in range(5):
+            assert losses[b, n].item() == pytest.approx(((items[b, n] - items[b, target[b]]) ** 2).sum().item())
+    expected_soft = sum(((weights[b] @ items[b] - items[b, target[b]]) ** 2).sum() for b in range(4)) / 4
+    assert soft_loss(weights, items, target).item() == pytest.approx(expected_soft.item())
+
+
+def test_leave_one_out_baseline():
+    losses = torch.tensor([1.0, 2.0, 6.0])
+    assert torch.allclose(leave_one_out_baseline(losses), torch.tensor([4.0, 3.5, 1.5]))
+    with pytest.raises(ValueError, match="at least 2, got 1"):
+        leave_one_out_baseline(torch.tensor([1.0]))
+
+
+def test_reinforce_estimator_is_unbiased():
+    # Mean of many score-function estimates = exact gradient of E_z[L(z)] = sum_n alpha_n L_n.
+    items, target = selection_task(1, n_items=6, dim=3, generator=_gen(3))
+    model = QuerySelector(3)
+    with torch.no_grad():
+        model.query.copy_(torch.tensor([0.5, -1.0, 2.0]))
+    losses = choice_losses(items, target)[0]
+    weights = model(items)[0]
+    (exact,) = torch.autograd.grad((weights * losses).sum(), model.query)
+    n = 200_000
+    draws = torch.multinomial(weights.detach(), n, replacement=True, generator=_gen(4))
+    surrogate = reinforce_surrogate(model(items)[0][draws].log(), losses[draws])
+    (estimate,) = torch.autograd.grad(surrogate, model.query)
+    assert torch.allclose(estimate, exact, atol=0.05 * exact.abs().max().item())
+
+
+def test_query_selector_starts_uniform_and_checks_sizes():
+    model = QuerySelector(4)
+    items, _ = selection_task(3, n_items=5, dim=4, generator=_gen(0))
+    assert torch.allclose(model(items), torch.full((3, 5), 0.2, dtype=torch.float64))
+    with pytest.raises(ValueError, match="items has 3, query has 4"):
+        model(items[..., :3])
+
+
+def test_training_is_seeded_and_learns():
+    soft = train_selector("soft", steps=40, eval_every=20, n_test=200)
+    again = train_selector("soft", steps=40, eval_every=20, n_test=200)
+    hard = train_selector("reinforce", steps=40, eval_every=20, n_test=200)
+    assert soft["steps"] == [0, 20, 40]
+    assert soft["accuracy"] == again["accuracy"] and soft["hard_loss"] == again["hard_loss"]
+    for history in (soft, hard):
+        assert history["accuracy"][-1] > history["accuracy"][0] + 0.3
+        assert history["hard_loss"][-1] < history["hard_loss"][0]
+    with pytest.raises(ValueError, match="method must be one of"):
+        train_selector("argmax")
+
+
+# --- the explorer -----------------------------------------------------------------------------
+
+
+def test_soft_hard_view_numbers():
+    view = soft_hard_view(angle=100.0, length=3.0, n_samples=300, seed=1)
+    keys, values = circle_keys()
+    query = 3.0 * torch.tensor([math.cos(math.radians(100)), math.sin(math.radians(100))], dtype=torch.float64)
+    weights = torch.softmax(keys @ query, dim=0)
+    assert torch.allclose(view["query"], query)
+    assert torch.allclose(view["weights"], weights)
+    assert view["soft_output"] == pytest.approx((weights @ values).item())
+    assert view["argmax_index"] == weights.argmax().item()
+    assert view["argmax_output"] == KEY_VALUES[view["argmax_index"]]
+    assert view["sample_counts"].sum().item() == 300
+    assert view["angles"].shape == view["soft_curve"].shape == view["argmax_curve"].shape == (361,)
+
+
+def test_soft_hard_view_argmax_points_at_the_nearest_key():
+    for index, angle in enumerate((20.0, 95.0, 150.0, 230.0, 300.0)):
+        assert soft_hard_view(angle=angle)["argmax_index"] == index
+
+
+def test_soft_hard_plot_and_explorer_build():
+    import matplotlib.pyplot as plt
+
+    figure = plot_soft_hard(soft_hard_view())
+    assert len(figure.axes) == 3
+    plt.close(figure)
+    assert len(soft_hard_explorer().children) == 2
+    plt.close("all")
