@@ -44,29 +44,35 @@ def positional_view(
 def plot_positional(view: dict):
     """Heat-map of P with the two rows marked (left), the two rows and M @ P[i] (middle), M (right)."""
     fig, (left, middle, right) = plt.subplots(
-        1, 3, figsize=(10.5, 3.2), gridspec_kw={"width_ratios": [1.1, 1.4, 1.0]}
+        1, 3, figsize=(10.5, 3.2), dpi=80, gridspec_kw={"width_ratios": [1.1, 1.4, 1.0]}
     )
     i, target = view["position"], view["position"] + view["delta"]
     left.imshow(view["encoding"].numpy(), cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto", interpolation="nearest")
     for row, colour in ((i, "black"), (target, "tab:green")):
         left.axhline(row, color=colour, linewidth=1.2)
+    # Few ticks: tick labels are most of the drawing time, and the explorer redraws on every move.
+    left.set_xticks([0, view["dim"] - 1])
+    left.set_yticks([0, len(view["encoding"]) - 1])
     left.set_xlabel("column")
     left.set_ylabel("position")
-    left.set_title(f"P  (d = {view['dim']}, base = {view['base']:g})", fontsize=9)
+    left.set_title(f"P  (d = {view['dim']}, base = {view['base']:g})", fontsize=9, y=1.01)
 
     columns = range(view["dim"])
     middle.plot(columns, view["p_position"].numpy(), "o-", color="black", markersize=3, label=f"P[{i}]")
     middle.plot(columns, view["p_target"].numpy(), "s-", color="tab:green", markersize=5, label=f"P[{target}]")
-    middle.plot(columns, view["p_shifted"].numpy(), "x", color="tab:red", markersize=6, label=f"M @ P[{i}]")
+    middle.plot(columns, view["p_shifted"].numpy(), "x", color="tab:red", markersize=7, markeredgewidth=1.5, zorder=3, label=f"M @ P[{i}]")
     middle.set_ylim(-1.15, 1.15)
+    middle.set_xticks([0, view["dim"] - 1])
+    middle.set_yticks([-1, 0, 1])
     middle.set_xlabel("column")
     middle.legend(fontsize=7, loc="lower right")
-    middle.set_title(f"max |M P[i] - P[i+δ]| = {view['max_error']:.1e}", fontsize=9)
+    middle.set_title(f"max |M P[i] - P[i+δ]| = {view['max_error']:.1e}", fontsize=9, y=1.01)
 
     right.imshow(view["shift_matrix"].numpy(), cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest")
-    right.set_title(f"shift matrix M(δ = {view['delta']})", fontsize=9)
+    right.set_title(f"shift matrix M(δ = {view['delta']})", fontsize=9, y=1.01)
     right.set_xticks([])
     right.set_yticks([])
+    # Titles get a fixed height (y=1.01 above): matplotlib then skips placing them around the tick labels.
     fig.subplots_adjust(left=0.06, right=0.99, bottom=0.15, top=0.9, wspace=0.3)
     return fig
 
