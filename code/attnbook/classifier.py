@@ -101,7 +101,7 @@ class single_thread:
         torch.set_num_threads(self.threads)
 
 
-def train_order_classifier(steps: int = 700, batch_size: int = 64, lr: float = 3e-3, seed: int = 0,
+def train_order_classifier(steps: int = 250, batch_size: int = 64, lr: float = 3e-3, seed: int = 0,
                            max_len: int = 24, progress: bool = True):
     """Train a seeded CLSClassifier on fresh batches of the "A before B?" task.
 

@@ -1,0 +1,119 @@
+"""The "A before B?" task, the [CLS] classifier and the chapter-8 explorer's view."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from attnbook.classifier import (  # noqa: E402
+    TOKEN_ID, VOCAB, CLSClassifier, accuracy, encode, order_batch, single_thread, train_order_classifier,
+)
+from attnbook.widgets.transformer import cls_attention_view, plot_cls_attention  # noqa: E402
+
+
+def _model(seed=0):
+    torch.manual_seed(seed)
+    return CLSClassifier(max_len=24).eval()
+
+
+def test_order_batch_structure_and_labels():
+    tokens, lens, labels = order_batch(500, max_len=12, generator=torch.Generator().manual_seed(0))
+    assert tokens.shape == (500, 12) and lens.shape == labels.shape == (500,)
+    assert ((lens >= 3) & (lens <= 12)).all()
+    for row, n, label in zip(tokens.tolist(), lens.tolist(), labels.tolist()):
+        assert row[0] == TOKEN_ID["[CLS]"]
+        assert all(t == TOKEN_ID["[PAD]"] for t in row[n:])
+        body = row[1:n]
+        assert TOKEN_ID["[PAD]"] not in body and TOKEN_ID["[CLS]"] not in body
+        assert body.count(TOKEN_ID["A"]) == 1 and body.count(TOKEN_ID["B"]) == 1
+        assert label == int(body.index(TOKEN_ID["A"]) < body.index(TOKEN_ID["B"]))
+    assert 0.4 < labels.float().mean().item() < 0.6  # balanced classes
+
+
+def test_order_batch_is_seeded_and_checks_lengths():
+    a = order_batch(8, generator=torch.Generator().manual_seed(3))
+    b = order_batch(8, generator=torch.Generator().manual_seed(3))
+    assert all(torch.equal(x, y) for x, y in zip(a, b))
+    with pytest.raises(ValueError, match="min_len=2, max_len=10"):
+        order_batch(4, max_len=10, min_len=2)
+
+
+def test_encode():
+    assert encode("c A dB").tolist() == [TOKEN_ID[t] for t in ["[CLS]", "c", "A", "d", "B"]]
+    with pytest.raises(ValueError, match=r"unknown tokens \['x', 'z'\]"):
+        encode("cxAzB")
+    with pytest.raises(ValueError, match="5 tokens plus \\[CLS\\] exceed max_len 5"):
+        encode("ccccc", max_len=5)
+
+
+def test_classifier_reads_the_cls_hidden_state():
+    model = _model()
+    tokens, lens, _ = order_batch(4, generator=torch.Generator().manual_seed(1))
+    logits, weights = model(tokens, lens, return_weights=True)
+    hidden = model.encoder(tokens, lens)
+    torch.testing.assert_close(logits, model.head(hidden[:, 0]))
+    assert weights.shape == (2, 4, 4, 24, 24)
+
+
+def test_accuracy_counts_argmax_hits():
+    model = _model()
+    tokens, lens, _ = order_batch(16, generator=torch.Generator().manual_seed(2))
+    predicted = model(tokens, lens).argmax(-1)
+    assert accuracy(model, tokens, lens, predicted) == 1.0
+    assert accuracy(model, tokens, lens, 1 - predicted) == 0.0
+
+
+def test_training_is_seeded_and_lowers_the_loss():
+    model_a, history_a = train_order_classifier(steps=40, batch_size=32, progress=False)
+    model_b, history_b = train_order_classifier(steps=40, batch_size=32, progress=False)
+    assert history_a["loss"] == history_b["loss"]
+    assert sum(history_a["loss"][-10:]) < sum(history_a["loss"][:10])
+    assert not model_a.training
+
+
+def test_single_thread_restores_the_thread_count():
+    before = torch.get_num_threads()
+    with single_thread():
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+
+
+def test_cls_attention_view_returns_the_models_weights():
+    model = _model(1)
+    view = cls_attention_view(model, "cd A e B", layer=1, head=3)
+    ids = encode("cdAeB")
+    logits, weights = model(ids[None], return_weights=True)
+    torch.testing.assert_close(view["weights"], weights[1, 0, 3])
+    torch.testing.assert_close(view["cls_row"], weights[1, 0, 3, 0])
+    assert view["tokens"] == ["[CLS]", "c", "d", "A", "e", "B"]
+    assert view["prob_before"] == pytest.approx(logits.softmax(-1)[0, 1].item())
+    assert view["answer"] is True
+    torch.testing.assert_close(view["weights"].sum(-1), torch.ones(6))
+
+
+def test_cls_attention_view_answer_and_errors():
+    model = _model()
+    assert cls_attention_view(model, "BcA")["answer"] is False
+    assert cls_attention_view(model, "AcA")["answer"] is None
+    with pytest.raises(ValueError, match=r"layer 2 is outside \[0, 2\)"):
+        cls_attention_view(model, "AB", layer=2)
+    with pytest.raises(ValueError, match=r"head -1 is outside \[0, 4\)"):
+        cls_attention_view(model, "AB", head=-1)
+    with pytest.raises(ValueError, match="unknown tokens"):
+        cls_attention_view(model, "A?B")
+
+
+def test_plot_cls_attention_draws_one_heat_map():
+    fig = plot_cls_attention(cls_attention_view(_model(), "cAdB"))
+    assert len(fig.axes) == 1
+    assert fig.axes[0].images[0].get_array().shape == (5, 5)
+    assert "P(A before B)" in fig.axes[0].get_title()
+    plt.close(fig)
+
+
+def test_vocabulary():
+    assert VOCAB[:4] == ("[PAD]", "[CLS]", "A", "B")
+    assert len(set(VOCAB)) == len(VOCAB)
