@@ -15,6 +15,8 @@ Everything runs in float64 with explicit generators, so the numbers are the same
 every machine and thread count.
 """
 
+from contextlib import contextmanager
+
 import torch
 from torch import nn
 
@@ -108,6 +110,40 @@ def evaluate_selector(model: QuerySelector, items: torch.Tensor, target: torch.T
         }
 
 
+def selector_loss(method: str, weights, items, target, generator=None, baseline: bool = True) -> torch.Tensor:
+    """The scalar to backpropagate for one training batch.
+
+    weights: (batch, n_items) attention distribution; items: (batch, n_items, dim);
+    target: (batch,). method "soft": ``soft_loss``. method "reinforce": draw one item
+    per example from ``weights`` with ``generator`` and return ``reinforce_surrogate``
+    of its loss, with a leave-one-out baseline (or none if ``baseline`` is False).
+    """
+    if method == "soft":
+        return soft_loss(weights, items, target)
+    if method != "reinforce":
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    rows = torch.arange(weights.shape[0])
+    choice = torch.multinomial(weights.detach(), 1, generator=generator).squeeze(-1)  # z ~ alpha
+    losses = choice_losses(items, target)[rows, choice]  # L(z), no gradient path to the query
+    b = leave_one_out_baseline(losses) if baseline else 0.0
+    return reinforce_surrogate(weights[rows, choice].log(), losses, b)
+
+
+@contextmanager
+def _one_thread():
+    """Run the block with one intra-op thread, then restore the previous count.
+
+    The tensors here are tiny: waking a second thread costs more than the arithmetic,
+    and on a busy machine several times more.
+    """
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
 def train_selector(
     method: str,
     steps: int = 300,
@@ -118,20 +154,28 @@ def train_selector(
     seed: int = 0,
     eval_every: int = 10,
     n_test: int = 1000,
+    baseline: bool = True,
 ) -> dict:
     """Train a ``QuerySelector`` with soft attention or with hard attention + REINFORCE.
 
     method: "soft" (backpropagate ``soft_loss``) or "reinforce" (sample one item per
-    example, use ``reinforce_surrogate`` with a leave-one-out baseline). Both use Adam,
+    example, use ``reinforce_surrogate`` with a leave-one-out baseline, or none if
+    ``baseline`` is False); see ``selector_loss``. Both use Adam,
     the same training batches and the same test set. Returns a dict with ``model``,
     ``steps`` (list of ints) and, measured on the test set at those steps, lists
-    ``accuracy``, ``soft_loss`` and ``hard_loss``.
+    ``accuracy``, ``soft_loss`` and ``hard_loss``. Runs on one thread (see ``_one_thread``).
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     require_positive("lr", lr)
     if batch_size < 2:
         raise ValueError(f"batch_size must be at least 2, got {batch_size}")
+    with _one_thread():
+        return _train(method, steps, batch_size, lr, n_items, dim, seed, eval_every, n_test, baseline)
+
+
+def _train(method, steps, batch_size, lr, n_items, dim, seed, eval_every, n_test, baseline) -> dict:
+    """The training loop of ``train_selector`` (arguments already checked)."""
     data_generator = torch.Generator().manual_seed(seed)
     sample_generator = torch.Generator().manual_seed(seed + 1)
     test_items, test_target = selection_task(n_test, n_items, dim, torch.Generator().manual_seed(seed + 2))
@@ -146,14 +190,7 @@ def train_selector(
         if step == steps:
             break
         items, target = selection_task(batch_size, n_items, dim, data_generator)
-        weights = model(items)
-        if method == "soft":
-            loss = soft_loss(weights, items, target)
-        else:
-            choice = torch.multinomial(weights.detach(), 1, generator=sample_generator).squeeze(-1)
-            rows = torch.arange(batch_size)
-            losses = choice_losses(items, target)[rows, choice]
-            loss = reinforce_surrogate(weights[rows, choice].log(), losses, leave_one_out_baseline(losses))
+        loss = selector_loss(method, model(items), items, target, sample_generator, baseline)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()

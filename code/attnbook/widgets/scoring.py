@@ -1,5 +1,6 @@
 """Chapter 2 explorer: dimension, scaling and temperature -> score variance, softmax sharpness, gradient."""
 
+import math
 from functools import lru_cache
 
 import matplotlib.pyplot as plt
@@ -13,8 +14,13 @@ DIMS = (4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
 @lru_cache(maxsize=2 * len(DIMS))
 def _scores(dim: int, scaled: bool) -> torch.Tensor:
-    """Seeded random scores (256 trials x 16 keys), drawn once per (dim, scaled) and reused."""
-    return random_scores(dim, scaled, n_trials=256, n_keys=16, seed=0)
+    """Seeded random scores (256 trials x 16 keys), drawn once per dim and reused.
+
+    The scaled scores are the unscaled ones divided by sqrt(dim): the same random vectors.
+    """
+    if scaled:
+        return _scores(dim, False) / math.sqrt(dim)
+    return random_scores(dim, False, n_trials=256, n_keys=16, seed=0)
 
 
 def scoring_view(dim: int = 64, scaled: bool = True, temperature: float = 1.0) -> dict:
