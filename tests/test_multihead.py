@@ -182,6 +182,13 @@ def test_indivisible_embed_dim_names_both(embed_dim, num_heads):
         MultiHeadAttention(embed_dim, num_heads)
 
 
+def test_non_integer_sizes_are_type_errors():
+    with pytest.raises(TypeError, match="num_heads must be an int, got 2.0"):
+        MultiHeadAttention(8, 2.0)
+    with pytest.raises(TypeError, match="embed_dim must be an int, got '8'"):
+        MultiHeadAttention("8", 2)
+
+
 def test_bad_inputs_raise_clear_errors():
     _, ours = make_pair(dtype=torch.float32)
     x = torch.zeros(2, 3, 8)
@@ -316,3 +323,22 @@ def test_plot_and_explorer_build_and_follow_the_controls():
     heads.value = 6
     chosen.value = 5
     assert chosen.value == 5
+
+
+def test_the_explorer_figure_redraws_in_place():
+    import matplotlib.pyplot as plt
+
+    from attnbook.widgets.multihead import _HeadsFigure, multihead_view
+
+    painter = _HeadsFigure()
+    for num_heads, head in ((8, 5), (2, 1), (1, 0)):
+        view = multihead_view(num_heads=num_heads, head=head)
+        figure = painter.update(view)
+        assert figure is painter.figure and len(figure.axes) == 3
+        torch.testing.assert_close(torch.as_tensor(painter.head_image.get_array()), view["weights"][head])
+        strip = torch.as_tensor(painter.strip_image.get_array().filled(float("nan")))
+        assert strip.shape == (10, num_heads * 11 - 1)
+        for h in range(num_heads):  # head h sits in columns 11h .. 11h+9
+            torch.testing.assert_close(strip[:, 11 * h : 11 * h + 10], view["weights"][h])
+        assert painter.frame.get_x() == head * 11 - 0.5
+    plt.close(painter.figure)

@@ -35,6 +35,9 @@ class MultiHeadAttention(nn.Module):
 
     def __init__(self, embed_dim: int, num_heads: int, bias: bool = True):
         super().__init__()
+        for name, size in (("embed_dim", embed_dim), ("num_heads", num_heads)):
+            if isinstance(size, bool) or not isinstance(size, int):
+                raise TypeError(f"{name} must be an int, got {size!r}")
         if num_heads < 1 or embed_dim % num_heads != 0:
             raise ValueError(f"embed_dim ({embed_dim}) must be divisible by num_heads ({num_heads})")
         self.embed_dim, self.num_heads = embed_dim, num_heads

@@ -2,8 +2,10 @@
 
 The example is fixed: self-attention over a short sentence whose words get seeded
 random embeddings (a repeated word gets the same embedding; there are no positions)
-and one seeded, untrained set of projection weights. The projections have the same shape for every number of heads, so moving
-the "heads" control only regroups the same dimensions into more, smaller heads.
+and one seeded, untrained set of projection weights. The projections have the same
+shape for every number of heads, so moving the "heads" control only regroups the
+same dimensions into more, smaller heads. Each update reuses cached weights and
+redraws one figure in place, so it stays fast.
 """
 
 from functools import lru_cache
@@ -31,11 +33,11 @@ def sentence_embeddings(seed: int = 0, embed_dim: int = EMBED_DIM) -> torch.Tens
     return table[[vocabulary.index(word) for word in SENTENCE]]
 
 
-@lru_cache(maxsize=16)
 def _example_module(num_heads: int, seed: int) -> MultiHeadAttention:
-    """The example's module with ``num_heads`` heads; the parameters depend on ``seed`` only.
+    """The example's module with ``num_heads`` heads; its parameters depend on ``seed`` only.
 
-    Built once per setting (cached), with the caller's global RNG left untouched.
+    The parameters are drawn for one head and loaded into ``num_heads`` heads (the shapes do not
+    depend on the number of heads), with the caller's global RNG left untouched.
     """
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -43,6 +45,16 @@ def _example_module(num_heads: int, seed: int) -> MultiHeadAttention:
     module = MultiHeadAttention(EMBED_DIM, num_heads)
     module.load_state_dict(parameters)
     return module.eval()
+
+
+@lru_cache(maxsize=16)
+def _example_attention(num_heads: int, seed: int) -> tuple:
+    """Per-head weights (num_heads, n, n) and mean row entropies (num_heads,), computed once per setting."""
+    x = sentence_embeddings(seed, EMBED_DIM)
+    with torch.no_grad():
+        _, weights = _example_module(num_heads, seed)(x, x, x)  # unbatched input: no batch axis
+    entropy = -(weights * weights.clamp_min(1e-12).log()).sum(dim=-1).mean(dim=-1)
+    return weights, entropy
 
 
 def multihead_view(num_heads: int = 4, head: int = 0, seed: int = 0) -> dict:
@@ -57,10 +69,7 @@ def multihead_view(num_heads: int = 4, head: int = 0, seed: int = 0) -> dict:
         raise ValueError(f"num_heads must divide the embedding size {EMBED_DIM}, got {num_heads!r}")
     if isinstance(head, bool) or not isinstance(head, int) or not 0 <= head < num_heads:
         raise ValueError(f"head must be in [0, {num_heads - 1}] for {num_heads} heads, got {head!r}")
-    x = sentence_embeddings(seed, EMBED_DIM)
-    with torch.no_grad():
-        _, weights = _example_module(num_heads, seed)(x, x, x)  # unbatched: weights (num_heads, n, n)
-    entropy = -(weights * weights.clamp_min(1e-12).log()).sum(dim=-1).mean(dim=-1)
+    weights, entropy = (t.clone() for t in _example_attention(num_heads, seed))  # copies: callers may modify them
     return {
         "tokens": SENTENCE,
         "num_heads": num_heads,
@@ -87,16 +96,16 @@ class _HeadsFigure:
 
     def __init__(self, tokens=SENTENCE):
         n = len(tokens)
-        self.figure = plt.figure(figsize=(7.5, 6.2))
-        self.top = self.figure.add_axes((0.12, 0.78, 0.83, 0.15))
-        self.main = self.figure.add_axes((0.12, 0.1, 0.66, 0.56))
-        colour_axes = self.figure.add_axes((0.8, 0.1, 0.025, 0.56))
+        self.figure = plt.figure(figsize=(7.5, 6.0))
+        self.top = self.figure.add_axes((0.12, 0.79, 0.8, 0.14))
+        self.main = self.figure.add_axes((0.12, 0.14, 0.72, 0.54))
+        colour_axes = self.figure.add_axes((0.87, 0.14, 0.025, 0.54))
         self.strip_image = self.top.imshow(torch.zeros(n, n).numpy(), cmap="Reds", vmin=0, vmax=1, aspect="auto")
         self.frame = self.top.add_patch(
             plt.Rectangle((-0.5, -0.5), n, n, fill=False, edgecolor="tab:blue", linewidth=2.5)
         )
         self.top.set_yticks([])
-        self.head_image = self.main.imshow(torch.zeros(n, n).numpy(), cmap="Reds", vmin=0, vmax=1)
+        self.head_image = self.main.imshow(torch.zeros(n, n).numpy(), cmap="Reds", vmin=0, vmax=1, aspect="auto")
         self.main.set_xticks(range(n), labels=tokens, rotation=45, fontsize=8)
         self.main.set_yticks(range(n), labels=tokens, fontsize=8)
         self.main.set_xlabel("keys")
