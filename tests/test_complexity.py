@@ -1,0 +1,135 @@
+"""The CNN / RNN / self-attention comparison: exact counts against the real layers, timing helpers."""
+
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from attnbook.complexity import (
+    ConvStack,
+    RecurrentLayer,
+    SelfAttentionLayer,
+    comparison_layers,
+    conv_layers_to_connect,
+    longest_path,
+    loglog_slope,
+    median_forward_time,
+    multiply_adds,
+    sees_first_position,
+    sequential_operations,
+    time_layers,
+)
+
+
+def test_layers_keep_the_shape_of_the_sequence():
+    x = torch.randn(2, 9, 4)
+    for name, layer in comparison_layers(4, conv_layers=2).items():
+        assert layer(x).shape == (2, 9, 4), name
+
+
+def test_conv_stack_equals_conv1d_by_hand():
+    torch.manual_seed(0)
+    stack = ConvStack(3, num_layers=2, kernel_size=5)
+    x = torch.randn(2, 7, 3)
+    first, second = stack.layers
+    by_hand = nn.functional.conv1d(x.transpose(1, 2), first.weight, first.bias, padding=2)
+    by_hand = nn.functional.conv1d(torch.tanh(by_hand), second.weight, second.bias, padding=2)
+    assert torch.allclose(stack(x), by_hand.transpose(1, 2), atol=1e-6)
+
+
+def test_recurrent_layer_equals_the_elman_recursion():
+    torch.manual_seed(0)
+    layer = RecurrentLayer(3)
+    rnn = layer.rnn
+    x = torch.randn(1, 5, 3)
+    h = torch.zeros(3)
+    for t in range(5):
+        h = torch.tanh(rnn.weight_ih_l0 @ x[0, t] + rnn.bias_ih_l0 + rnn.weight_hh_l0 @ h + rnn.bias_hh_l0)
+        assert torch.allclose(layer(x)[0, t], h, atol=1e-6)
+
+
+def test_self_attention_layer_returns_the_output_of_self_attention():
+    torch.manual_seed(0)
+    layer = SelfAttentionLayer(4)
+    x = torch.randn(2, 6, 4)
+    assert torch.equal(layer(x), layer.attention(x)[0])
+
+
+@pytest.mark.parametrize("kernel_size", [3, 5, 7])
+@pytest.mark.parametrize("n", [2, 3, 4, 9, 10, 17])
+def test_cnn_longest_path_matches_autograd(n, kernel_size):
+    assert conv_layers_to_connect(n, kernel_size) == longest_path(n, kernel_size)["CNN"]
+
+
+def test_one_layer_less_does_not_connect():
+    depth = longest_path(11, 3)["CNN"]
+    torch.manual_seed(0)
+    assert not sees_first_position(ConvStack(2, depth - 1).double(), 11, 2)
+    torch.manual_seed(0)
+    assert sees_first_position(ConvStack(2, depth).double(), 11, 2)
+
+
+def test_self_attention_connects_every_position_in_one_layer_and_a_rnn_is_causal():
+    torch.manual_seed(0)
+    assert sees_first_position(SelfAttentionLayer(3).double(), 50, 3)
+    torch.manual_seed(0)
+    rnn = RecurrentLayer(3).double()
+    assert sees_first_position(rnn, 50, 3)
+    # Reversed direction: the first state never sees the last input (no path at all).
+    x = torch.randn(1, 6, 3, dtype=torch.float64, requires_grad=True)
+    rnn(x)[0, 0].sum().backward()
+    assert (x.grad[0, 1:] == 0).all()
+
+
+def test_longest_path_and_sequential_operations_formulas():
+    assert longest_path(4096, 3) == {"CNN": 4095, "RNN": 4096, "self-attention": 1}
+    assert longest_path(4096, 9) == {"CNN": 1024, "RNN": 4096, "self-attention": 1}
+    assert sequential_operations(100) == {"CNN": 1, "RNN": 100, "self-attention": 1}
+
+
+def test_multiply_adds_match_the_operations_counted_by_hand():
+    n, d, k = 10, 4, 3
+    counts = multiply_adds(n, d, k)
+    conv = n * d * (d * k)  # every output (n x d) is a dot product of length d * k
+    rnn = n * (d * d + d * d)  # W x_t and U h_{t-1} at every step
+    attention = 3 * n * d * d + n * n * d + n * n * d  # Q, K, V; Q K^T; weights @ V
+    assert counts == {"CNN": conv, "RNN": rnn, "self-attention": attention}
+
+
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        (lambda: longest_path(1), ValueError, "n must be an int >= 2, got 1"),
+        (lambda: longest_path(8, 4), ValueError, "kernel_size must be odd"),
+        (lambda: longest_path(8, 1), ValueError, "kernel_size must be an int >= 3, got 1"),
+        (lambda: multiply_adds(8, 0), ValueError, "dim must be an int >= 1, got 0"),
+        (lambda: ConvStack(4, 0), ValueError, "num_layers must be an int >= 1, got 0"),
+        (lambda: time_layers([16, 0]), ValueError, "sequence length must be an int >= 1, got 0"),
+        (lambda: loglog_slope([1, 2], [1.0]), ValueError, r"need as many times as lengths"),
+        (lambda: loglog_slope([1, 2], [1.0, 0.0]), ValueError, "times must be positive"),
+        (lambda: median_forward_time(nn.Identity(), torch.zeros(3, dtype=torch.long)), TypeError, "floating-point"),
+    ],
+)
+def test_bad_arguments_raise(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_loglog_slope_recovers_a_power_law():
+    lengths = [16, 64, 256, 1024]
+    for power in (0.5, 1.0, 2.0):
+        assert loglog_slope(lengths, [3e-5 * n**power for n in lengths]) == pytest.approx(power)
+    # Least squares, not the end points: one outlier in the middle moves it only a little.
+    times = [n * 1.0 for n in lengths]
+    times[1] *= 2
+    assert 0.8 < loglog_slope(lengths, times) < 1.0
+
+
+def test_timing_returns_positive_medians_per_layer_and_restores_threads():
+    threads = torch.get_num_threads()
+    times = time_layers([8, 16], dim=8, repeats=2, min_seconds=1e-4)
+    assert set(times) == {"CNN", "RNN", "self-attention"}
+    assert all(len(v) == 2 and all(t > 0 and math.isfinite(t) for t in v) for v in times.values())
+    assert torch.get_num_threads() == threads
+    assert median_forward_time(nn.Identity(), torch.zeros(3), repeats=3, min_seconds=1e-5) > 0
