@@ -238,6 +238,11 @@ def test_pretrained_loads_fast_in_eval_mode(sorter):
     assert seconds < 10
     assert isinstance(model, PointerNetwork) and not model.training and model.hidden_dim == 64
     assert {"recipe", "seconds", "accuracy"} <= set(info)
+    from attnbook.pointer import TRAINING_RECIPE
+    from attnbook.train_pointer import weights_digest
+
+    # The shipped weights are the ones the training script reported (same digest, same recipe).
+    assert info["recipe"] == TRAINING_RECIPE and info["digest"] == weights_digest(model)
 
 
 def test_pretrained_sorts_the_source_example(sorter):
@@ -246,9 +251,9 @@ def test_pretrained_sorts_the_source_example(sorter):
     assert (model.decode(x) + 1).tolist() == [[1, 3, 2]]
 
 
-# Measured on 4,000 sequences: see the chapter's closing note. Thresholds sit below
+# Measured on 4,000 sequences: 99.95 %, 99.75 %, 98.65 % (the chapter's closing note). Thresholds sit below
 # those values by more than the sampling error of 1,000 sequences.
-@pytest.mark.parametrize("n, threshold", [(5, 0.99), (10, 0.98), (15, 0.95)])
+@pytest.mark.parametrize("n, threshold", [(5, 0.99), (10, 0.985), (15, 0.965)])
 def test_pretrained_accuracy(sorter, n, threshold):
     assert sorting_accuracy(sorter[0], n, num_sequences=1000, seed=2024 + n) >= threshold
 
