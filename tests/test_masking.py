@@ -131,3 +131,22 @@ def test_lengths_to_mask_rejects_lengths_outside_range():
         lengths_to_mask(torch.tensor([1.5]), 3)
     with pytest.raises(ValueError, match="n must be"):
         lengths_to_mask([1], -2)
+
+
+@pytest.mark.parametrize("with_mask", [False, True])
+def test_inplace_overwrites_scores_with_the_same_weights(with_mask):
+    scores = random_scores((3, 5))
+    keep = torch.tensor([[True, False, True, True, False]] * 2 + [[False] * 5]) if with_mask else None
+    expected = masked_softmax(scores, keep)
+    buffer = scores.clone()
+    result = masked_softmax(buffer, keep, inplace=True)
+    assert result.data_ptr() == buffer.data_ptr()
+    assert torch.equal(result, expected)
+
+
+def test_inplace_refuses_scores_that_need_a_gradient():
+    scores = random_scores((2, 3)).requires_grad_()
+    with pytest.raises(ValueError, match="inplace"):
+        masked_softmax(scores, inplace=True)
+    with torch.no_grad():
+        masked_softmax(scores.detach().clone(), inplace=True)

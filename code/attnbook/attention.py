@@ -18,8 +18,13 @@ def attention_weights(queries, keys, score=scaled_dot_score, mask=None) -> torch
 
     queries: (..., n_q, d_q), keys: (..., n_k, d_k); mask: boolean, True = keep,
     broadcastable to the scores (..., n_q, n_k). Returns weights (..., n_q, n_k).
+    When no gradient is needed the softmax overwrites the freshly computed scores,
+    so the n_q x n_k matrix exists once, not twice.
     """
-    return masked_softmax(score(queries, keys), mask)
+    scores = score(queries, keys)
+    owned = scores is not queries and scores is not keys
+    inplace = owned and not (scores.requires_grad and torch.is_grad_enabled())
+    return masked_softmax(scores, mask, inplace=inplace)
 
 
 def _check_values(keys: torch.Tensor, values: torch.Tensor) -> None:

@@ -12,25 +12,35 @@ import torch
 from ._checks import require_bool_mask, require_float, require_tensor
 
 
-def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None, dim: int = -1) -> torch.Tensor:
+def masked_softmax(
+    scores: torch.Tensor, mask: torch.Tensor | None = None, dim: int = -1, *, inplace: bool = False
+) -> torch.Tensor:
     """Softmax of ``scores`` along ``dim``, ignoring the entries where ``mask`` is False.
 
     scores: (..., n) floating point, any dtype (float16 and bfloat16 included).
     mask:   boolean, broadcastable to ``scores``; True = keep, False = ignore.
     Returns weights of the shape and dtype of ``scores``. Along ``dim`` each slice
     sums to 1 over its kept entries, or is all zeros if every entry is masked.
+    inplace=True overwrites ``scores`` with the weights (no second n_q x n_k
+    buffer); only for scores that no gradient has to flow through.
     """
     require_float("scores", scores)
+    if inplace and scores.requires_grad and torch.is_grad_enabled():
+        raise ValueError("inplace=True needs scores that do not require grad (or torch.no_grad())")
     if mask is None:
-        return torch.softmax(scores, dim=dim)
+        return torch.softmax(scores, dim=dim, out=scores) if inplace else torch.softmax(scores, dim=dim)
     require_bool_mask(mask, scores.shape)
+    dropped = ~mask
     # The most negative finite number of the dtype: exp() of it (minus the row
     # maximum) is 0, and unlike -inf it never produces inf - inf = NaN.
     lowest = torch.finfo(scores.dtype).min
-    weights = torch.softmax(scores.masked_fill(~mask, lowest), dim=dim)
+    if inplace:
+        torch.softmax(scores.masked_fill_(dropped, lowest), dim=dim, out=scores)
+        return scores.masked_fill_(dropped, 0.0)
+    weights = torch.softmax(scores.masked_fill(dropped, lowest), dim=dim)
     # A fully masked slice would come out uniform; zeroing masked entries fixes
     # that and makes masked weights exactly 0 everywhere.
-    return weights.masked_fill(~mask, 0.0)
+    return weights.masked_fill(dropped, 0.0)
 
 
 def lengths_to_mask(valid_lens, n: int) -> torch.Tensor:
