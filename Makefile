@@ -56,6 +56,10 @@ notebooks: $(VENV_STAMP)
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
 	  --ExecutePreprocessor.timeout=900 --ExecutePreprocessor.kernel_name=python3 $(NOTEBOOKS)
 
+# Benchmarks (not part of `make test`): prints a table, writes _build/bench.json.
+bench: $(VENV_STAMP) $(WIDGETS_JS)
+	$(PY) tests/benchmarks/run.py --json _build/bench.json
+
 clean:
 	rm -rf _build _vendor node_modules $(VENV) .pytest_cache .hypothesis
 	find . -name __pycache__ -prune -exec rm -rf {} +

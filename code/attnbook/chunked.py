@@ -31,7 +31,7 @@ import torch
 from ._checks import require_bool_mask, require_float, require_positive, require_same_size
 from .scoring import dot_score
 
-DEFAULT_CHUNK_SIZE = 1024
+DEFAULT_CHUNK_SIZE = 256
 
 
 def _lowest(dtype: torch.dtype) -> float:
@@ -192,6 +192,7 @@ def interleaved_medians(functions: dict, repeats: int = 5, warmup: int = 1) -> d
 _MEMORY_SCRIPT = r"""
 import json, resource, sys
 import torch
+import torch.nn.functional as F
 from attnbook import attention, chunked_attention
 
 def status(field):
@@ -201,7 +202,16 @@ def status(field):
                 return int(line.split()[1]) * 1024
     raise KeyError(field)
 
+def release_free_memory():
+    # glibc keeps freed memory for reuse; reusing it would not raise the peak. Hand it back first.
+    try:
+        import ctypes
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
 def reset_peak():
+    release_free_memory()
     try:
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")
@@ -214,54 +224,66 @@ def rusage_peak():
     return peak if sys.platform == "darwin" else peak * 1024
 
 config = json.loads(sys.argv[1])
-torch.set_num_threads(config["threads"]) if config["threads"] else None
 dtype = getattr(torch, config["dtype"])
-results = {}
+calls = {
+    "attention": lambda q, k, v: attention(q, k, v)[0],
+    "chunked_attention": lambda q, k, v: chunked_attention(q, k, v, chunk_size=config["chunk_size"]),
+    # (batch, heads, n, d): the layout PyTorch's fused CPU kernel accepts.
+    "scaled_dot_product_attention": lambda q, k, v: F.scaled_dot_product_attention(q[None, None], k[None, None], v[None, None]),
+}
+results = {method: {} for method in config["methods"]}
 for n in config["sizes"]:
     g = torch.Generator().manual_seed(n)
     q, k, v = (torch.randn(n, config["d"], generator=g, dtype=dtype) for _ in range(3))
-    with torch.no_grad():
-        # A warm-up call on a few queries loads any lazily initialised code first.
-        attention(q[:8], k[:8], v[:8]) if config["method"] == "attention" else chunked_attention(q[:8], k[:8], v[:8])
-        fresh = reset_peak()
-        before = status("VmRSS") if fresh else rusage_peak()
-        if config["method"] == "attention":
-            out = attention(q, k, v)[0]
-        else:
-            out = chunked_attention(q, k, v, chunk_size=config["chunk_size"])
-        after = status("VmHWM") if fresh else rusage_peak()
-    results[n] = max(after - before, 0)
-    del out, q, k, v
+    for method in config["methods"]:
+        call = calls[method]
+        with torch.no_grad():
+            call(q[:8], k[:8], v[:8])  # a warm-up call on a few queries loads lazily initialised code first
+            fresh = reset_peak()
+            before = status("VmRSS") if fresh else rusage_peak()
+            out = call(q, k, v)
+            after = status("VmHWM") if fresh else rusage_peak()
+        results[method][n] = max(after - before, 0)
+        del out
+    del q, k, v
 print(json.dumps(results))
 """
 
-MEMORY_METHODS = ("attention", "chunked_attention")
+MEMORY_METHODS = ("attention", "chunked_attention", "scaled_dot_product_attention")
 
 
-def peak_memory(method: str, sizes, d: int = 64, chunk_size: int = DEFAULT_CHUNK_SIZE,
-                dtype: str = "float32", one_process_per_size: bool = False, threads: int | None = None) -> dict:
-    """Extra peak memory in bytes of one self-attention call, per sequence length n.
+def peak_memory(methods, sizes, d: int = 64, chunk_size: int = DEFAULT_CHUNK_SIZE, dtype: str = "float32",
+                one_process_per_call: bool = False) -> dict:
+    """Extra peak memory in bytes of one self-attention call, per method and sequence length n.
 
-    method: "attention" (plain; its weights are returned too) or "chunked_attention".
-    Queries, keys and values are (n, d) random tensors built before the call; the
-    result is the peak resident memory during the call minus the memory just
-    before it, measured in a fresh Python process (Linux: the peak is reset through
-    /proc/self/clear_refs, so one process serves every size in ``sizes``;
-    elsewhere, or with one_process_per_size=True, one process per size). Returns {n: bytes}.
+    methods: one of, or a list of, "attention" (plain; its weights are returned too),
+    "chunked_attention" and "scaled_dot_product_attention" (PyTorch's, on inputs shaped
+    (1, 1, n, d)). Queries, keys and values are (n, d) random tensors built before the
+    call; the result is the peak resident memory during the call minus the memory just
+    before it, measured in a fresh Python process. On Linux the peak is reset through
+    /proc/self/clear_refs before each call, so one process serves every call; elsewhere,
+    or with one_process_per_call=True, each call gets its own process.
+    Returns {method: {n: bytes}}.
     """
-    if method not in MEMORY_METHODS:
-        raise ValueError(f"method must be one of {MEMORY_METHODS}, got {method!r}")
-    sizes = [int(n) for n in sizes]
-    if not sizes or min(sizes) < 8:
+    methods = (methods,) if isinstance(methods, str) else tuple(methods)
+    for method in methods:
+        if method not in MEMORY_METHODS:
+            raise ValueError(f"method must be one of {MEMORY_METHODS}, got {method!r}")
+    sizes = sorted(int(n) for n in sizes)
+    if not sizes or sizes[0] < 8:
         raise ValueError(f"sizes must be a non-empty list of lengths >= 8, got {sizes}")
-    groups = [[n] for n in sizes] if one_process_per_size or not os.path.exists("/proc/self/clear_refs") else [sizes]
-    results = {}
-    for group in groups:
-        config = {"method": method, "sizes": group, "d": d, "chunk_size": chunk_size, "dtype": dtype, "threads": threads}
+    separate = one_process_per_call or not os.path.exists("/proc/self/clear_refs")
+    groups = [((m,), [n]) for n in sizes for m in methods] if separate else [(methods, sizes)]
+    results = {method: {} for method in methods}
+    for group_methods, group_sizes in groups:
+        config = {"methods": group_methods, "sizes": group_sizes, "d": d, "chunk_size": chunk_size, "dtype": dtype}
         completed = subprocess.run(
             [sys.executable, "-c", _MEMORY_SCRIPT, json.dumps(config)], capture_output=True, text=True, check=False
         )
         if completed.returncode != 0:
-            raise RuntimeError(f"memory measurement failed for {method} at n={group}:\n{completed.stderr[-2000:]}")
-        results.update({int(n): value for n, value in json.loads(completed.stdout.strip().splitlines()[-1]).items()})
+            raise RuntimeError(
+                f"memory measurement failed for {group_methods} at n={group_sizes}:\n{completed.stderr[-2000:]}"
+            )
+        for method, by_size in json.loads(completed.stdout.strip().splitlines()[-1]).items():
+            results[method].update({int(n): value for n, value in by_size.items()})
     return results
