@@ -1,10 +1,15 @@
 """attnbook: the code of *Attention, from Scratch*.
 
 Layers, bottom up (nothing imports upward):
-  tensor functions  masking, kernel_regression, scoring, attention, positional, chunked
-  modules           multihead, self_attention, transformer, pointer
+  tensor functions  masking, kernel_regression, scoring, score_scaling, attention,
+                    positional, chunked
+  modules           multihead, self_attention, transformer, pointer, and the chapters'
+                    experiments: hard_training, complexity, classifier
   plotting          plotting
-  widgets           attnbook.widgets (imported on demand, needs ipywidgets)
+  widgets           attnbook.widgets.<chapter> (imported on demand, needs ipywidgets)
+
+The names below are the book's public API; the experiment modules are imported
+from their submodules (e.g. ``from attnbook.classifier import train_order_classifier``).
 """
 
 from .attention import attention, attention_weights, hard_attention
@@ -17,7 +22,7 @@ from .pointer import PointerNetwork, pretrained_sorter, sorting_batch
 from .positional import LearnedPositionalEmbedding, PositionalEncoding, position_shift_matrix, sinusoidal_encoding
 from .scoring import AdditiveScore, BilinearScore, dot_score, scaled_dot_score
 from .self_attention import SelfAttention
-from .transformer import LayerNorm, TransformerEncoder, TransformerEncoderBlock
+from .transformer import LayerNorm, PositionWiseFFN, TransformerEncoder, TransformerEncoderBlock, padding_mask
 
 __all__ = [
     "AdditiveScore",
@@ -26,6 +31,7 @@ __all__ = [
     "LearnedPositionalEmbedding",
     "MultiHeadAttention",
     "PointerNetwork",
+    "PositionWiseFFN",
     "PositionalEncoding",
     "SelfAttention",
     "TransformerEncoder",
@@ -40,6 +46,7 @@ __all__ = [
     "masked_softmax",
     "merge_heads",
     "nadaraya_watson",
+    "padding_mask",
     "position_shift_matrix",
     "pretrained_sorter",
     "regression_data",
