@@ -66,9 +66,9 @@ def test_page_renders_offline(page_path, browser, book_server, screenshot_dir):
     html = page.content()
     has_math = 'class="math' in html
     if has_math:
-        page.wait_for_selector("mjx-container", timeout=20_000)
+        page.wait_for_selector("mjx-container", state="attached", timeout=20_000)
     if "application/vnd.jupyter.widget-state+json" in html:
-        page.wait_for_selector(".jupyter-widgets", timeout=20_000)
+        page.wait_for_selector(".jupyter-widgets", state="attached", timeout=20_000)
         page.wait_for_timeout(500)
     found = page.evaluate(CHECK_PAGE)
     page.wait_for_load_state("networkidle")
@@ -86,7 +86,7 @@ def test_page_renders_offline(page_path, browser, book_server, screenshot_dir):
         assert found["typeset"] == found["math"] > 0, f"only {found['typeset']} of {found['math']} math elements typeset"
     if found["widget_views"]:
         assert found["widgets"] >= found["widget_views"], "saved widgets were not rendered"
-        assert found["sliders"] >= 1 and found["widget_images"] >= 1, "widget controls or figure missing"
+        assert found["sliders"] >= 1 and found["widget_images"] >= 1, f"widget controls or figure missing: {found}"
 
 
 def test_every_chapter_page_was_checked(screenshot_dir):

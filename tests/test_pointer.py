@@ -347,3 +347,18 @@ def test_pointer_view_bad_text(text, message):
 
     with pytest.raises(ValueError, match=message):
         pointer_view(text, model=small_model())
+
+
+def test_plot_marks_the_positions_the_mask_hides_at_a_step():
+    import matplotlib.pyplot as plt
+
+    from attnbook.widgets.pointer import plot_pointer, pointer_view
+
+    view = pointer_view("20, 5, 10")
+    fig = plot_pointer(view, step=2)
+    ax = fig.axes[0]
+    crosses = [(round(t.get_position()[0]), round(t.get_position()[1])) for t in ax.texts if t.get_text() == "×"]
+    # Before step 3 the pointer has chosen 20 (position 0) and 10 (position 2): both hidden.
+    assert sorted(crosses) == [(0, 2), (2, 2)]
+    assert ax.get_title() == "step 3: points at 2; masked: 1, 3"
+    plt.close(fig)

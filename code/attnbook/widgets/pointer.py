@@ -87,8 +87,12 @@ def _label(value: float) -> str:
     return f"{value:g}"
 
 
-def plot_pointer(view: dict):
-    """Heat-map of the pointer distributions: decoding steps (rows) x input positions (columns)."""
+def plot_pointer(view: dict, step: int | None = None):
+    """Heat-map of the pointer distributions: decoding steps (rows) x input positions (columns).
+
+    step (0-based), if given, frames that decoding step and marks with x the positions
+    already chosen before it, which the mask hides from the pointer.
+    """
     n = len(view["numbers"])
     side = min(1.8 + 0.3 * n, 6.0)
     fig = show_heatmaps(
@@ -104,7 +108,19 @@ def plot_pointer(view: dict):
     verdict = "sorted" if view["correct"] else "NOT sorted"
     order = ", ".join(map(str, view["order"])) if n <= 12 else ", ".join(map(str, view["order"][:12])) + ", …"
     fig.suptitle(f"output {order}  ({verdict})", fontsize=10)
+    if step is not None:
+        _mark_step(fig.axes[0], view, min(step, n - 1))
     return fig
+
+
+def _mark_step(ax, view: dict, step: int) -> None:
+    """Frame row ``step`` and put an x on the positions the mask hides at that step."""
+    n = len(view["numbers"])
+    ax.add_patch(plt.Rectangle((-0.5, step - 0.5), n, 1, fill=False, edgecolor="black", linewidth=2))
+    for chosen in view["positions"][:step]:
+        ax.text(chosen, step, "×", ha="center", va="center", color="black", fontsize=11)
+    hidden = ", ".join(str(p) for p in view["order"][:step]) or "none"
+    ax.set_title(f"step {step + 1}: points at {view['order'][step]}; masked: {hidden}", fontsize=9)
 
 
 def _message_figure(message: str):
@@ -115,19 +131,22 @@ def _message_figure(message: str):
 
 
 def pointer_explorer(text: str = "20, 5, 10"):
-    """A text box of numbers; shows the pretrained sorter's pointer at every step."""
+    """A text box of numbers and a step slider; shows the pretrained sorter's pointer at every step
+    and, for the chosen step, which positions the mask hides."""
     import ipywidgets as widgets
 
     _model()  # load once, before the first draw
 
-    def draw(text):
+    def draw(text, step):
         try:
-            return plot_pointer(pointer_view(text))
+            view = pointer_view(text)
         except ValueError as error:
             return _message_figure(str(error))
+        return plot_pointer(view, step=step)
 
     controls = {
         "text": widgets.Text(value=text, description="numbers", continuous_update=False,
                              layout=widgets.Layout(width="420px")),
+        "step": widgets.IntSlider(value=0, min=0, max=MAX_NUMBERS - 1, description="step m", continuous_update=False),
     }
     return figure_explorer(controls, draw)

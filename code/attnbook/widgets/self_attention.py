@@ -130,13 +130,14 @@ def update_self_attention_figure(fig, view: dict):
 
 
 def self_attention_explorer(sentence: str = DEFAULT_SENTENCE, token: int = 0, positions: bool = False):
-    """A token menu and a positional-encoding switch; redraws the attention row."""
+    """A token slider and a positional-encoding switch; redraws the attention row."""
     import ipywidgets as widgets
 
     tokens = sentence.split()
     controls = {
-        "token": widgets.Dropdown(
-            options=[(f"{j}: {word}", j) for j, word in enumerate(tokens)], value=token, description="token"
+        "token": widgets.SelectionSlider(
+            options=[(f"{j}: {word}", j) for j, word in enumerate(tokens)], value=token, description="token",
+            continuous_update=False,
         ),
         "positions": widgets.Checkbox(value=positions, description="add positional encoding"),
     }

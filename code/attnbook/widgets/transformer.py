@@ -67,15 +67,15 @@ def plot_cls_attention(view: dict):
 
 
 def cls_attention_explorer(model, text: str = "cdAefgBh", layer: int = 0, head: int = 0):
-    """A text box for the input and menus for layer and head; redraws the attention map."""
+    """A text box for the input and sliders for layer and head; redraws the attention map."""
     import ipywidgets as widgets
 
     num_layers = len(model.encoder.blocks)
     num_heads = model.encoder.blocks[0].num_heads
     controls = {
         "text": widgets.Text(value=text, description="tokens", continuous_update=False),
-        "layer": widgets.Dropdown(options=list(range(num_layers)), value=layer, description="layer"),
-        "head": widgets.Dropdown(options=list(range(num_heads)), value=head, description="head"),
+        "layer": widgets.IntSlider(value=layer, min=0, max=num_layers - 1, description="layer", continuous_update=False),
+        "head": widgets.IntSlider(value=head, min=0, max=num_heads - 1, description="head", continuous_update=False),
     }
 
     def draw(**values):
