@@ -113,7 +113,7 @@ def test_attention_rejects_other_bad_input():
         attention(queries, keys[..., :3], values)
     with pytest.raises(ValueError, match=r"keys need shape .*\(4,\)"):
         attention(queries, torch.zeros(4, dtype=torch.float64), values)
-    with pytest.raises(ValueError, match=r"batch dimensions of keys \(2,\) and values \(3,\)"):
+    with pytest.raises(ValueError, match=r"batch dimensions do not broadcast: keys \(2,\), values \(3,\)"):
         attention(queries, keys, torch.zeros(3, 5, 6, dtype=torch.float64))
     with pytest.raises(TypeError, match="values must be a floating-point tensor"):
         attention(queries, keys, torch.zeros(2, 5, 6, dtype=torch.long))

@@ -9,7 +9,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from attnbook.classifier import (  # noqa: E402
-    TOKEN_ID, VOCAB, CLSClassifier, accuracy, encode, order_batch, single_thread, train_order_classifier,
+    TOKEN_ID, VOCAB, CLSClassifier, accuracy, encode, order_batch, train_order_classifier,
 )
 from attnbook.widgets.transformer import cls_attention_view, plot_cls_attention  # noqa: E402
 
@@ -72,13 +72,6 @@ def test_training_is_seeded_and_lowers_the_loss():
     assert history_a["loss"] == history_b["loss"]
     assert sum(history_a["loss"][-10:]) < sum(history_a["loss"][:10])
     assert not model_a.training
-
-
-def test_single_thread_restores_the_thread_count():
-    before = torch.get_num_threads()
-    with single_thread():
-        assert torch.get_num_threads() == 1
-    assert torch.get_num_threads() == before
 
 
 def test_cls_attention_view_returns_the_models_weights():

@@ -54,11 +54,22 @@ RUN_STATE = """
 
 FIRST_WIDGET_OUTPUT = """
 () => {
-  const slider = document.querySelector('.jp-Notebook .widget-slider');
+  const notebook = window.jupyterapp.shell.currentWidget.node;
+  const slider = notebook.querySelector('.widget-slider');
   if (!slider) return null;
+  const handle = slider.querySelector('.noUi-handle');
+  if (handle) handle.setAttribute('data-first-slider-handle', 'yes');
   const box = slider.closest('.widget-vbox') || slider.closest('.jp-OutputArea-output');
   const output = box.querySelector('.widget-output');
   return output ? output.innerHTML : box.innerHTML;
+}
+"""
+
+
+SHUT_DOWN = """
+async () => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  await panel.sessionContext.shutdown();
 }
 """
 
@@ -113,7 +124,8 @@ def test_chapter_runs_and_its_explorer_reacts(chapter, lab, browser):
     page = browser.new_page(viewport={"width": 1280, "height": 1000})
     page_errors = []
     page.on("pageerror", lambda error: page_errors.append(str(error)))
-    page.goto(f"{base}/lab/tree/{chapter}?token={token}", wait_until="domcontentloaded")
+    # ?reset: a fresh workspace, so earlier chapters' tabs are not restored next to this one.
+    page.goto(f"{base}/lab/tree/{chapter}?reset&token={token}", wait_until="domcontentloaded")
     page.wait_for_function(
         "() => window.jupyterapp && window.jupyterapp.shell.currentWidget "
         "&& window.jupyterapp.shell.currentWidget.sessionContext", timeout=60_000
@@ -128,9 +140,9 @@ def test_chapter_runs_and_its_explorer_reacts(chapter, lab, browser):
         page.wait_for_timeout(500)
     assert state["errors"] == [], f"{chapter} raised: {state['errors']}"
 
-    page.wait_for_selector(".jp-Notebook .widget-slider", timeout=30_000)
+    page.wait_for_function(f"() => ({FIRST_WIDGET_OUTPUT})() !== null", timeout=30_000)
     before = page.evaluate(FIRST_WIDGET_OUTPUT)
-    handle = page.locator(".jp-Notebook .widget-slider .noUi-handle").first
+    handle = page.locator("[data-first-slider-handle=yes]")
     handle.scroll_into_view_if_needed()
     handle.focus()
     page.keyboard.press("ArrowRight")
@@ -138,5 +150,6 @@ def test_chapter_runs_and_its_explorer_reacts(chapter, lab, browser):
     shots = SCREENSHOTS / "lab"
     shots.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(shots / f"{Path(chapter).stem}.png"))
+    page.evaluate(SHUT_DOWN)
     page.close()
     assert page_errors == [], f"JavaScript errors in JupyterLab: {page_errors[:3]}"

@@ -206,9 +206,9 @@ def test_scaling_keeps_gradients_alive_while_unscaled_ones_vanish():
 
 
 def test_statistics_reject_bad_input():
-    with pytest.raises(ValueError, match="dim must be an int of at least 1, got 0"):
+    with pytest.raises(ValueError, match="dim must be a positive int, got 0"):
         random_scores(0)
-    with pytest.raises(ValueError, match="n_keys must be an int of at least 2, got 1"):
+    with pytest.raises(ValueError, match="n_keys must be an int >= 2, got 1"):
         random_scores(4, n_keys=1)
     with pytest.raises(ValueError, match="temperature must be a positive finite number, got 0"):
         softmax_statistics(torch.zeros(2, 3), temperature=0.0)

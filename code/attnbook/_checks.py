@@ -50,3 +50,28 @@ def require_positive(name: str, value: float) -> float:
     if not value > 0 or value == float("inf"):
         raise ValueError(f"{name} must be a positive finite number, got {value}")
     return value
+
+
+def require_sequences(**tensors: torch.Tensor) -> None:
+    """Float tensors shaped (..., n, d) whose batch dimensions (...) broadcast together.
+
+    Called with keyword arguments, e.g. ``require_sequences(keys=keys, values=values)``,
+    so that every message names the argument at fault and its shape.
+    """
+    for name, tensor in tensors.items():
+        require_float(name, tensor)
+        if tensor.dim() < 2:
+            raise ValueError(f"{name} need shape (..., n, d), got {tuple(tensor.shape)}")
+    try:
+        torch.broadcast_shapes(*(tensor.shape[:-2] for tensor in tensors.values()))
+    except RuntimeError:
+        listed = ", ".join(f"{name} {tuple(tensor.shape[:-2])}" for name, tensor in tensors.items())
+        raise ValueError(f"batch dimensions do not broadcast: {listed}") from None
+
+
+def require_int(name: str, value, minimum: int = 1) -> int:
+    """Raise ``ValueError`` unless ``value`` is an int (not a bool) of at least ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        wanted = {1: "a positive int", 0: "a non-negative int"}.get(minimum, f"an int >= {minimum}")
+        raise ValueError(f"{name} must be {wanted}, got {value!r}")
+    return value

@@ -6,7 +6,7 @@ distribution; hard attention returns one value, picked by argmax or sampled.
 
 import torch
 
-from ._checks import require_float, require_same_size
+from ._checks import require_same_size, require_sequences
 from .masking import masked_softmax
 from .scoring import scaled_dot_score
 
@@ -28,20 +28,8 @@ def attention_weights(queries, keys, score=scaled_dot_score, mask=None) -> torch
 
 
 def _check_values(keys: torch.Tensor, values: torch.Tensor) -> None:
-    require_float("keys", keys)
-    require_float("values", values)
-    if keys.dim() < 2:
-        raise ValueError(f"keys need shape (..., n_k, d_k), got {tuple(keys.shape)}")
-    if values.dim() < 2:
-        raise ValueError(f"values need shape (..., n_k, d_v), got {tuple(values.shape)}")
+    require_sequences(keys=keys, values=values)
     require_same_size("number of keys and values", "keys", keys.shape[-2], "values", values.shape[-2])
-    try:
-        torch.broadcast_shapes(keys.shape[:-2], values.shape[:-2])
-    except RuntimeError:
-        raise ValueError(
-            f"batch dimensions of keys {tuple(keys.shape[:-2])} and values "
-            f"{tuple(values.shape[:-2])} do not broadcast"
-        ) from None
 
 
 def attention(queries, keys, values, score=scaled_dot_score, mask=None):

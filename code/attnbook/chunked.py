@@ -28,7 +28,7 @@ import time
 
 import torch
 
-from ._checks import require_bool_mask, require_float, require_positive, require_same_size
+from ._checks import require_bool_mask, require_float, require_int, require_positive, require_same_size, require_sequences
 from .scoring import dot_score
 
 DEFAULT_CHUNK_SIZE = 256
@@ -94,21 +94,12 @@ class StreamingAttention:
 
 def _check_block(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> None:
     """Float tensors of one dtype, (..., n, d) shaped, matching sizes and broadcastable batches."""
+    require_sequences(queries=queries, keys=keys, values=values)
     for name, tensor in (("keys", keys), ("values", values)):
-        require_float(name, tensor)
-        if tensor.dim() < 2:
-            raise ValueError(f"{name} need shape (..., n_k, dim), got {tuple(tensor.shape)}")
         if tensor.dtype != queries.dtype:
             raise TypeError(f"queries and {name} must share a dtype, got {queries.dtype} and {tensor.dtype}")
     require_same_size("feature sizes of queries and keys", "queries", queries.shape[-1], "keys", keys.shape[-1])
     require_same_size("number of keys and values", "keys", keys.shape[-2], "values", values.shape[-2])
-    try:
-        torch.broadcast_shapes(queries.shape[:-2], keys.shape[:-2], values.shape[:-2])
-    except RuntimeError:
-        raise ValueError(
-            f"batch dimensions of queries {tuple(queries.shape[:-2])}, keys {tuple(keys.shape[:-2])} and "
-            f"values {tuple(values.shape[:-2])} do not broadcast"
-        ) from None
 
 
 def _mask_block(mask: torch.Tensor | None, start: int, stop: int) -> torch.Tensor | None:
@@ -157,9 +148,8 @@ def chunked_attention(queries, keys, values, mask=None, chunk_size: int = DEFAUL
 
 def score_matrix_bytes(n_q: int, n_k: int, chunk_size: int | None = None, dtype: torch.dtype = torch.float32) -> int:
     """Bytes of one block of scores: n_q x n_k numbers, or n_q x min(chunk_size, n_k) when chunked."""
-    for name, value in (("n_q", n_q), ("n_k", n_k)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+    require_int("n_q", n_q, minimum=0)
+    require_int("n_k", n_k, minimum=0)
     columns = n_k if chunk_size is None else min(require_positive("chunk_size", chunk_size), n_k)
     return n_q * columns * torch.empty((), dtype=dtype).element_size()
 
@@ -173,8 +163,7 @@ def interleaved_medians(functions: dict, repeats: int = 5, warmup: int = 1) -> d
     """
     if not functions:
         raise ValueError("functions is empty: nothing to time")
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"repeats must be an int >= 1, got {repeats!r}")
+    require_int("repeats", repeats)
     names = list(functions)
     for _ in range(warmup):
         for name in names:

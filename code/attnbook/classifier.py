@@ -14,8 +14,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import require_float
 from .transformer import TransformerEncoder
+from .threads import single_thread
 
 PAD, CLS, A, B = "[PAD]", "[CLS]", "A", "B"
 FILLERS = tuple("cdefghij")
@@ -84,21 +84,6 @@ def accuracy(model: nn.Module, tokens, valid_lens, labels) -> float:
     """Fraction of sequences whose arg-max class equals the label."""
     model.eval()
     return (model(tokens, valid_lens).argmax(dim=-1) == labels).float().mean().item()
-
-
-class single_thread:
-    """Context manager: run a block on one CPU thread.
-
-    Results are then the same whatever the machine's thread count, and tiny
-    models run faster (no threads to start and synchronise).
-    """
-
-    def __enter__(self):
-        self.threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-
-    def __exit__(self, *exc):
-        torch.set_num_threads(self.threads)
 
 
 def train_order_classifier(steps: int = 250, batch_size: int = 64, lr: float = 3e-3, seed: int = 0,

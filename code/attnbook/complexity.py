@@ -10,40 +10,22 @@ noisy and only their log-log slopes are meant to be read.
 import math
 import statistics
 import time
-from contextlib import contextmanager
 
 import torch
 from torch import nn
 
-from ._checks import require_float
+from ._checks import require_float, require_int
 from .self_attention import SelfAttention
+from .threads import single_thread, torch_threads
 
 LAYER_NAMES = ("CNN", "RNN", "self-attention")
 
 
-def _check_int(name: str, value, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
-    return value
-
-
 def _check_kernel(kernel_size) -> int:
-    _check_int("kernel_size", kernel_size, 3)
+    require_int("kernel_size", kernel_size, 3)
     if kernel_size % 2 == 0:
         raise ValueError(f"kernel_size must be odd (centred, 'same' padding), got {kernel_size}")
     return kernel_size
-
-
-@contextmanager
-def _threads(count: int | None):
-    """Run the body with ``count`` intra-op threads (None: leave as is)."""
-    before = torch.get_num_threads()
-    if count is not None:
-        torch.set_num_threads(count)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 class ConvStack(nn.Module):
@@ -55,8 +37,8 @@ class ConvStack(nn.Module):
 
     def __init__(self, dim: int, num_layers: int = 1, kernel_size: int = 3):
         super().__init__()
-        _check_int("dim", dim, 1)
-        _check_int("num_layers", num_layers, 1)
+        require_int("dim", dim, 1)
+        require_int("num_layers", num_layers, 1)
         self.kernel_size = _check_kernel(kernel_size)
         self.layers = nn.ModuleList(
             nn.Conv1d(dim, dim, kernel_size, padding=kernel_size // 2) for _ in range(num_layers)
@@ -80,7 +62,7 @@ class RecurrentLayer(nn.Module):
 
     def __init__(self, dim: int):
         super().__init__()
-        _check_int("dim", dim, 1)
+        require_int("dim", dim, 1)
         self.rnn = nn.RNN(dim, dim, batch_first=True)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -119,14 +101,14 @@ def longest_path(n: int, kernel_size: int = 3) -> dict:
     RNN: the cell is applied n times along x_1 -> h_1 -> ... -> h_n.
     Self-attention: 1 (every position sees every other in one layer).
     """
-    _check_int("n", n, 2)
+    require_int("n", n, 2)
     reach = (_check_kernel(kernel_size) - 1) // 2
     return {"CNN": math.ceil((n - 1) / reach), "RNN": n, "self-attention": 1}
 
 
 def sequential_operations(n: int) -> dict:
     """Steps that must run one after another in one layer: O(1) / O(n) / O(1)."""
-    _check_int("n", n, 1)
+    require_int("n", n, 1)
     return {"CNN": 1, "RNN": n, "self-attention": 1}
 
 
@@ -137,8 +119,8 @@ def multiply_adds(n: int, dim: int, kernel_size: int = 3) -> dict:
     3 n d^2 for Q, K, V plus 2 n^2 d for Q K^T and weights @ V; the table's O(n^2 d)
     is the second term, which dominates once n > 1.5 d.
     """
-    _check_int("n", n, 1)
-    _check_int("dim", dim, 1)
+    require_int("n", n, 1)
+    require_int("dim", dim, 1)
     kernel_size = _check_kernel(kernel_size)
     return {
         "CNN": kernel_size * n * dim**2,
@@ -165,12 +147,12 @@ def conv_layers_to_connect(n: int, kernel_size: int = 3, dim: int = 2, seed: int
     Runs one seeded stack of n layers layer by layer and, after each, asks autograd
     whether the last output already depends on the first input.
     """
-    _check_int("n", n, 2)
+    require_int("n", n, 2)
     torch.manual_seed(seed)
     stack = ConvStack(dim, n, kernel_size).double()
     x = torch.randn(1, n, dim, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
     x.requires_grad_(True)
-    with _threads(1):  # tiny tensors: one thread avoids needless OpenMP start-up
+    with single_thread():  # tiny tensors: one thread avoids needless OpenMP start-up
         for depth, h in enumerate(stack.states(x), start=1):
             (grad,) = torch.autograd.grad(h[0, -1].sum(), x, retain_graph=True)
             if grad[0, 0].abs().sum() > 0:
@@ -203,7 +185,7 @@ def median_forward_time(layer, x: torch.Tensor, repeats: int = 5, min_seconds: f
     Fast calls are looped so that each sample lasts at least ``min_seconds``.
     """
     require_float("x", x)
-    _check_int("repeats", repeats, 1)
+    require_int("repeats", repeats, 1)
     with torch.inference_mode():
         number = _calls_per_sample(layer, x, min_seconds)
         return statistics.median(_sample(layer, x, number) for _ in range(repeats))
@@ -223,15 +205,15 @@ def time_layers(
     points instead of every sample of one point; the median then discards it.
     Returns {name: [seconds per length]}.
     """
-    _check_int("repeats", repeats, 1)
+    require_int("repeats", repeats, 1)
     for n in lengths:
-        _check_int("sequence length", n, 1)
+        require_int("sequence length", n, 1)
     layers = comparison_layers(dim, conv_layers=conv_layers, seed=seed)
     generator = torch.Generator().manual_seed(seed)
     inputs = [torch.randn(1, n, dim, generator=generator) for n in lengths]
     jobs = [(name, i) for name in layers for i in range(len(lengths))]
     samples = {job: [] for job in jobs}
-    with _threads(threads), torch.inference_mode():
+    with torch_threads(threads), torch.inference_mode():
         numbers = {(name, i): _calls_per_sample(layers[name], inputs[i], min_seconds) for name, i in jobs}
         for _ in range(repeats):
             for name, i in jobs:

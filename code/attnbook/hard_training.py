@@ -15,7 +15,6 @@ Everything runs in float64 with explicit generators, so the numbers are the same
 every machine and thread count.
 """
 
-from contextlib import contextmanager
 
 import torch
 from torch import nn
@@ -23,6 +22,7 @@ from torch import nn
 from ._checks import require_float, require_positive, require_same_size
 from .attention import attention_weights
 from .scoring import scaled_dot_score
+from .threads import single_thread
 
 METHODS = ("soft", "reinforce")
 
@@ -129,21 +129,6 @@ def selector_loss(method: str, weights, items, target, generator=None, baseline:
     return reinforce_surrogate(weights[rows, choice].log(), losses, b)
 
 
-@contextmanager
-def _one_thread():
-    """Run the block with one intra-op thread, then restore the previous count.
-
-    The tensors here are tiny: waking a second thread costs more than the arithmetic,
-    and on a busy machine several times more.
-    """
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
-
-
 def train_selector(
     method: str,
     steps: int = 300,
@@ -163,14 +148,14 @@ def train_selector(
     ``baseline`` is False); see ``selector_loss``. Both use Adam,
     the same training batches and the same test set. Returns a dict with ``model``,
     ``steps`` (list of ints) and, measured on the test set at those steps, lists
-    ``accuracy``, ``soft_loss`` and ``hard_loss``. Runs on one thread (see ``_one_thread``).
+    ``accuracy``, ``soft_loss`` and ``hard_loss``. Runs on one thread (see ``attnbook.threads``).
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     require_positive("lr", lr)
     if batch_size < 2:
         raise ValueError(f"batch_size must be at least 2, got {batch_size}")
-    with _one_thread():
+    with single_thread():
         return _train(method, steps, batch_size, lr, n_items, dim, seed, eval_every, n_test, baseline)
 
 

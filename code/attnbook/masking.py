@@ -9,7 +9,7 @@ half precision.
 
 import torch
 
-from ._checks import require_bool_mask, require_float, require_tensor
+from ._checks import require_bool_mask, require_float, require_int, require_tensor
 
 
 def masked_softmax(
@@ -49,8 +49,7 @@ def lengths_to_mask(valid_lens, n: int) -> torch.Tensor:
     valid_lens: (...) integer lengths, each in [0, n] (a tensor or a list).
     Returns mask: (..., n) with ``mask[..., j] = j < valid_lens[...]``.
     """
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise ValueError(f"n must be a non-negative int, got {n!r}")
+    require_int("n", n, minimum=0)
     if not isinstance(valid_lens, torch.Tensor):
         valid_lens = torch.as_tensor(valid_lens)
     require_tensor("valid_lens", valid_lens)

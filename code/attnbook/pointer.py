@@ -19,9 +19,10 @@ from importlib import resources
 import torch
 from torch import nn
 
-from ._checks import require_float, require_positive, require_tensor
+from ._checks import require_float, require_int, require_positive, require_tensor
 from .masking import masked_softmax
 from .scoring import AdditiveScore
+from .threads import torch_threads
 
 PRETRAINED_FILE = "pointer_sorter.pt"
 
@@ -87,8 +88,7 @@ class PointerNetwork(nn.Module):
 
     def __init__(self, hidden_dim: int = 64):
         super().__init__()
-        if isinstance(hidden_dim, bool) or not isinstance(hidden_dim, int) or hidden_dim < 1:
-            raise ValueError(f"hidden_dim must be a positive int, got {hidden_dim!r}")
+        require_int("hidden_dim", hidden_dim)
         self.hidden_dim = hidden_dim
         self.embed = nn.Linear(1, hidden_dim)  # one number -> a vector
         self.encoder = nn.LSTM(hidden_dim, hidden_dim, batch_first=True)
@@ -168,9 +168,8 @@ def sorting_batch(batch_size: int, n: int, generator: torch.Generator | None = N
     and target: (batch_size, n) int64, the positions of x from largest to smallest
     (``torch.argsort(x, dim=1, descending=True)``).
     """
-    for name, value in (("batch_size", batch_size), ("n", n)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    require_int("batch_size", batch_size)
+    require_int("n", n)
     x = torch.rand(batch_size, n, generator=generator)
     return x, torch.argsort(x, dim=1, descending=True, stable=True)
 
@@ -224,10 +223,7 @@ def train_sorter(hidden_dim: int = 64, steps: int = 12_000, batch_size: int = 64
     require_positive("final_lr", final_lr)
     if not 1 <= min_len <= max_len:
         raise ValueError(f"need 1 <= min_len <= max_len, got min_len={min_len}, max_len={max_len}")
-    old_threads = torch.get_num_threads()
-    if threads is not None:
-        torch.set_num_threads(threads)
-    try:
+    with torch_threads(threads):
         torch.manual_seed(seed)
         model = PointerNetwork(hidden_dim)
         generator = torch.Generator().manual_seed(seed)
@@ -251,8 +247,6 @@ def train_sorter(hidden_dim: int = 64, steps: int = 12_000, batch_size: int = 64
             optimizer.step()
             schedule.step()
             losses.append(loss.item())
-    finally:
-        torch.set_num_threads(old_threads)
     return model.eval(), losses
 
 

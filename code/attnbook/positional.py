@@ -10,17 +10,12 @@ what makes a shift by delta positions a fixed rotation of every pair.
 import torch
 from torch import nn
 
-from ._checks import require_float, require_positive, require_same_size
-
-
-def _check_dim(dim, name: str = "dim") -> None:
-    if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
-        raise ValueError(f"{name} must be a positive int, got {dim!r}")
+from ._checks import require_float, require_int, require_positive, require_same_size
 
 
 def pair_frequencies(dim: int, base: float = 10000.0, dtype=torch.float64) -> torch.Tensor:
     """omega_i = base^(-2i/dim) for i = 0 .. ceil(dim/2) - 1, shape (ceil(dim/2),)."""
-    _check_dim(dim)
+    require_int("dim", dim)
     require_positive("base", base)
     return base ** (-torch.arange(0, dim, 2, dtype=dtype) / dim)
 
@@ -31,8 +26,7 @@ def sinusoidal_encoding(num_positions: int, dim: int, base: float = 10000.0) -> 
     Column 2i is sin(pos * omega_i), column 2i+1 is cos(pos * omega_i) with
     omega_i = base^(-2i/dim). An odd dim works: the last column is a sine.
     """
-    if isinstance(num_positions, bool) or not isinstance(num_positions, int) or num_positions < 0:
-        raise ValueError(f"num_positions must be a non-negative int, got {num_positions!r}")
+    require_int("num_positions", num_positions, minimum=0)
     angles = torch.arange(num_positions, dtype=torch.float64)[:, None] * pair_frequencies(dim, base)
     encoding = torch.empty(num_positions, dim, dtype=torch.float64)
     encoding[:, 0::2] = torch.sin(angles)
@@ -48,7 +42,7 @@ def position_shift_matrix(delta: float, dim: int, base: float = 10000.0) -> torc
     not depend on i. For an odd dim the last (unpaired sine) column has no such
     map, so dim must be even here.
     """
-    _check_dim(dim)
+    require_int("dim", dim)
     if dim % 2:
         raise ValueError(f"position_shift_matrix needs an even dim, got {dim}")
     if isinstance(delta, bool) or not isinstance(delta, (int, float)):
@@ -78,7 +72,7 @@ class PositionalEncoding(nn.Module):
 
     def __init__(self, dim: int, max_len: int = 1024, dropout: float = 0.0, base: float = 10000.0):
         super().__init__()
-        _check_dim(max_len, "max_len")
+        require_int("max_len", max_len)
         self.dim, self.max_len = dim, max_len
         self.dropout = nn.Dropout(dropout)
         self.register_buffer("encoding", sinusoidal_encoding(max_len, dim, base), persistent=False)
@@ -93,8 +87,8 @@ class LearnedPositionalEmbedding(nn.Module):
 
     def __init__(self, max_len: int, dim: int):
         super().__init__()
-        _check_dim(max_len, "max_len")
-        _check_dim(dim)
+        require_int("max_len", max_len)
+        require_int("dim", dim)
         self.dim, self.max_len = dim, max_len
         self.embedding = nn.Embedding(max_len, dim)
         nn.init.normal_(self.embedding.weight, std=0.02)

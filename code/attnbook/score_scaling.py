@@ -11,7 +11,7 @@ import math
 
 import torch
 
-from ._checks import require_float, require_positive
+from ._checks import require_float, require_int, require_positive
 from .scoring import dot_score, scaled_dot_score
 
 
@@ -32,8 +32,7 @@ def random_scores(dim: int, scaled: bool = True, n_trials: int = 256, n_keys: in
     ``dot_score`` if ``scaled`` is False). Returns (n_trials, n_keys).
     """
     for name, value, low in (("dim", dim, 1), ("n_trials", n_trials, 1), ("n_keys", n_keys, 2)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise ValueError(f"{name} must be an int of at least {low}, got {value!r}")
+        require_int(name, value, minimum=low)
     generator = torch.Generator().manual_seed(seed)
     queries = torch.randn(n_trials, 1, dim, generator=generator, dtype=torch.float64)
     keys = torch.randn(n_trials, n_keys, dim, generator=generator, dtype=torch.float64)

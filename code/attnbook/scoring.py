@@ -10,24 +10,12 @@ import math
 import torch
 from torch import nn
 
-from ._checks import require_float, require_same_size
+from ._checks import require_same_size, require_sequences
 
 
 def _check_pair(queries: torch.Tensor, keys: torch.Tensor) -> None:
     """Queries and keys must be float tensors with at least 2 dims and compatible batches."""
-    require_float("queries", queries)
-    require_float("keys", keys)
-    if queries.dim() < 2 or keys.dim() < 2:
-        raise ValueError(
-            f"queries and keys need shape (..., n, d); got {tuple(queries.shape)} and {tuple(keys.shape)}"
-        )
-    try:
-        torch.broadcast_shapes(queries.shape[:-2], keys.shape[:-2])
-    except RuntimeError:
-        raise ValueError(
-            f"batch dimensions of queries {tuple(queries.shape[:-2])} and keys "
-            f"{tuple(keys.shape[:-2])} do not broadcast"
-        ) from None
+    require_sequences(queries=queries, keys=keys)
 
 
 def dot_score(queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:

@@ -14,15 +14,9 @@ layer is permutation-equivariant: permuting the tokens permutes the outputs.
 import torch
 from torch import nn
 
-from ._checks import require_float, require_same_size
+from ._checks import require_float, require_int, require_same_size
 from .attention import attention
 from .scoring import scaled_dot_score
-
-
-def _check_dim(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return value
 
 
 class SelfAttention(nn.Module):
@@ -38,9 +32,9 @@ class SelfAttention(nn.Module):
 
     def __init__(self, embed_dim: int, key_dim: int | None = None, value_dim: int | None = None):
         super().__init__()
-        self.embed_dim = _check_dim("embed_dim", embed_dim)
-        self.key_dim = _check_dim("key_dim", embed_dim if key_dim is None else key_dim)
-        self.value_dim = _check_dim("value_dim", embed_dim if value_dim is None else value_dim)
+        self.embed_dim = require_int("embed_dim", embed_dim)
+        self.key_dim = require_int("key_dim", embed_dim if key_dim is None else key_dim)
+        self.value_dim = require_int("value_dim", embed_dim if value_dim is None else value_dim)
         self.query_proj = nn.Linear(self.embed_dim, self.key_dim, bias=False)
         self.key_proj = nn.Linear(self.embed_dim, self.key_dim, bias=False)
         self.value_proj = nn.Linear(self.embed_dim, self.value_dim, bias=False)

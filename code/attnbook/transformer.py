@@ -15,18 +15,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import require_float, require_positive, require_same_size, require_tensor
+from ._checks import require_float, require_int, require_positive, require_same_size, require_tensor
 from .masking import lengths_to_mask
 from .multihead import MultiHeadAttention
 from .positional import PositionalEncoding
 
 _HALF = (torch.float16, torch.bfloat16)
-
-
-def _require_size(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return value
 
 
 def _require_dropout(value) -> float:
@@ -57,7 +51,7 @@ class LayerNorm(nn.Module):
 
     def __init__(self, dim: int, eps: float = 1e-5):
         super().__init__()
-        self.dim = _require_size("dim", dim)
+        self.dim = require_int("dim", dim)
         self.eps = require_positive("eps", eps)
         self.weight = nn.Parameter(torch.ones(dim))
         self.bias = nn.Parameter(torch.zeros(dim))
@@ -86,7 +80,7 @@ class PositionWiseFFN(nn.Module):
 
     def __init__(self, embed_dim: int, ffn_dim: int, dropout: float = 0.0):
         super().__init__()
-        self.linear1 = nn.Linear(_require_size("embed_dim", embed_dim), _require_size("ffn_dim", ffn_dim))
+        self.linear1 = nn.Linear(require_int("embed_dim", embed_dim), require_int("ffn_dim", ffn_dim))
         self.dropout = nn.Dropout(_require_dropout(dropout))
         self.linear2 = nn.Linear(ffn_dim, embed_dim)
 
@@ -109,8 +103,8 @@ class TransformerEncoderBlock(nn.Module):
 
     def __init__(self, embed_dim: int, num_heads: int, ffn_dim: int, dropout: float = 0.0):
         super().__init__()
-        _require_size("embed_dim", embed_dim)
-        _require_size("num_heads", num_heads)
+        require_int("embed_dim", embed_dim)
+        require_int("num_heads", num_heads)
         self.self_attn = MultiHeadAttention(embed_dim, num_heads)
         self.dropout1 = nn.Dropout(_require_dropout(dropout))
         self.norm1 = LayerNorm(embed_dim)
@@ -190,10 +184,10 @@ class TransformerEncoder(nn.Module):
     def __init__(self, vocab_size: int, embed_dim: int, num_heads: int, ffn_dim: int, num_layers: int,
                  max_len: int = 512, dropout: float = 0.0):
         super().__init__()
-        self.vocab_size = _require_size("vocab_size", vocab_size)
-        _require_size("num_layers", num_layers)
-        self.embedding = nn.Embedding(vocab_size, _require_size("embed_dim", embed_dim))
-        self.positions = PositionalEncoding(embed_dim, _require_size("max_len", max_len), _require_dropout(dropout))
+        self.vocab_size = require_int("vocab_size", vocab_size)
+        require_int("num_layers", num_layers)
+        self.embedding = nn.Embedding(vocab_size, require_int("embed_dim", embed_dim))
+        self.positions = PositionalEncoding(embed_dim, require_int("max_len", max_len), _require_dropout(dropout))
         self.blocks = nn.ModuleList(
             TransformerEncoderBlock(embed_dim, num_heads, ffn_dim, dropout) for _ in range(num_layers)
         )

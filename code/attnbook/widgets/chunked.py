@@ -5,7 +5,7 @@ import torch
 
 from ..attention import attention
 from ..chunked import StreamingAttention, score_matrix_bytes
-from ..classifier import single_thread
+from ..threads import single_thread
 from ._live import figure_explorer
 
 LENGTHS = tuple(2**p for p in range(8, 15))  # 256 ... 16,384

@@ -1,28 +1,17 @@
 """Chapter 5 explorer: type numbers, watch the pretrained pointer network sort them."""
 
 import re
-from contextlib import contextmanager
 
 import matplotlib.pyplot as plt
 import torch
 
 from ..plotting import show_heatmaps
 from ..pointer import pretrained_sorter, scale_to_unit
+from ..threads import single_thread
 from ._live import figure_explorer
 
 MAX_NUMBERS = 30
 _MODEL = None
-
-
-@contextmanager
-def _one_thread():
-    """Run a tiny computation on one thread: on a busy machine a thread pool only waits."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _model():
@@ -30,7 +19,7 @@ def _model():
     global _MODEL
     if _MODEL is None:
         model = pretrained_sorter()
-        with _one_thread():
+        with single_thread():
             model.decode(torch.rand(1, 3))  # the first call pays one-off set-up costs
         _MODEL = model
     return _MODEL
@@ -68,7 +57,7 @@ def pointer_view(text: str = "20, 5, 10", model=None) -> dict:
     numbers = parse_numbers(text)
     x = torch.tensor([numbers], dtype=torch.float32)
     scaled = scale_to_unit(x)
-    with _one_thread():
+    with single_thread():
         positions, weights = model.decode(scaled, return_weights=True)
     positions = positions[0].tolist()
     sorted_numbers = [numbers[p] for p in positions]

@@ -3,7 +3,8 @@
 import matplotlib.pyplot as plt
 import torch
 
-from ..classifier import VOCAB, encode, single_thread
+from ..classifier import VOCAB, encode
+from ..threads import single_thread
 from ._live import figure_explorer
 
 
