@@ -362,3 +362,14 @@ def test_plot_marks_the_positions_the_mask_hides_at_a_step():
     assert sorted(crosses) == [(0, 2), (2, 2)]
     assert ax.get_title() == "step 3: points at 2; masked: 1, 3"
     plt.close(fig)
+
+
+def test_explorer_step_slider_counts_from_one_like_the_figure():
+    from attnbook.widgets.pointer import pointer_explorer
+
+    box = pointer_explorer("20, 5, 10")
+    text, step = box.children[0].children
+    assert (step.min, step.value) == (1, 1)
+    first = box.children[1].outputs
+    step.value = 3
+    assert box.children[1].outputs != first

@@ -131,11 +131,11 @@ def pointer_explorer(text: str = "20, 5, 10"):
             view = pointer_view(text)
         except ValueError as error:
             return _message_figure(str(error))
-        return plot_pointer(view, step=step)
+        return plot_pointer(view, step=step - 1)  # the slider counts steps from 1, as the figure does
 
     controls = {
         "text": widgets.Text(value=text, description="numbers", continuous_update=False,
                              layout=widgets.Layout(width="420px")),
-        "step": widgets.IntSlider(value=0, min=0, max=MAX_NUMBERS - 1, description="step m", continuous_update=False),
+        "step": widgets.IntSlider(value=1, min=1, max=MAX_NUMBERS, description="step m", continuous_update=False),
     }
     return figure_explorer(controls, draw)
