@@ -6,10 +6,20 @@ import io
 import matplotlib.pyplot as plt
 
 
+# Explorer figures are rendered at this resolution: a move must redraw in well under 100 ms,
+# and rendering time grows with the number of pixels.
+EXPLORER_DPI = 80
+
+
 def figure_output(figure) -> dict:
-    """A notebook display_data output holding ``figure`` as a PNG (what an Output widget stores)."""
+    """A notebook display_data output holding ``figure`` as a PNG (what an Output widget stores).
+
+    The figure is rendered as laid out by its plot function (fixed margins): no
+    ``bbox_inches="tight"``, which would draw the whole figure twice.
+    """
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", bbox_inches="tight")
+    # compress_level 1: a slightly larger PNG, about a quarter less time than the default.
+    figure.savefig(buffer, format="png", dpi=EXPLORER_DPI, pil_kwargs={"compress_level": 1})
     width, height = figure.get_size_inches() * figure.dpi
     return {
         "output_type": "display_data",
