@@ -31,7 +31,7 @@ import torch
 from ._checks import require_bool_mask, require_float, require_int, require_positive, require_same_size, require_sequences
 from .scoring import dot_score
 
-DEFAULT_CHUNK_SIZE = 256
+DEFAULT_CHUNK_SIZE = 128
 
 
 def _lowest(dtype: torch.dtype) -> float:
