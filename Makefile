@@ -20,7 +20,7 @@ book: $(VENV_STAMP) $(WIDGETS_JS)
 	@echo "The book: $(CURDIR)/$(BOOK_INDEX)"
 
 test: $(VENV_STAMP) $(BOOK_INDEX)
-	$(PY) -m pytest
+	$(PY) -m pytest --durations=12
 
 setup: $(VENV_STAMP) $(WIDGETS_JS)
 
