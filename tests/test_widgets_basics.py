@@ -52,3 +52,25 @@ def test_builder_output_is_a_png_of_the_current_figure():
 
     assert base64.b64decode(stored["data"]["image/png"])[:8] == b"\x89PNG\r\n\x1a\n"
     assert stored["data"]["text/plain"] == "<Figure size 1000x360 with 3 Axes>"
+
+
+def test_figure_explorer_shows_a_value_error_as_its_message(monkeypatch):
+    import ipywidgets as widgets
+
+    import attnbook.widgets._live as live
+
+    def draw(text):
+        if not text.isdigit():
+            raise ValueError(f"{text!r} is not a whole number")
+        fig, ax = plt.subplots()
+        ax.bar(range(int(text)), 1)
+        return fig
+
+    box = live.figure_explorer({"text": widgets.Text(value="3")}, draw)
+    output = box.children[1]
+    before = output.outputs
+    shown = []
+    monkeypatch.setattr(live, "message_figure", lambda message: shown.append(message) or plt.figure())
+    box.children[0].children[0].value = "x"
+    assert shown == ["'x' is not a whole number"]
+    assert output.outputs != before

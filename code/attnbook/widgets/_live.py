@@ -31,11 +31,21 @@ def figure_output(figure) -> dict:
     }
 
 
+def message_figure(message: str):
+    """A small figure that shows ``message``: what an explorer draws for input it cannot use."""
+    fig, ax = plt.subplots(figsize=(5, 1))
+    ax.axis("off")
+    ax.text(0.0, 0.5, message, color="darkred", va="center", fontsize=9, wrap=True)
+    return fig
+
+
 def figure_explorer(controls: dict, draw):
     """Wire ipywidgets ``controls`` (name -> widget) to ``draw(**values) -> Figure``.
 
     Returns a VBox of the controls and an Output that shows the figure for the
-    current values and is redrawn whenever a control changes. The new figure
+    current values and is redrawn whenever a control changes. A ``ValueError`` from
+    ``draw`` (input the reader typed that the book's code rejects) is shown as its
+    message in place of the figure. The new figure
     replaces the old one in a single update, so nothing flickers, and the same
     code works in a kernel, in a test, and in the saved widget state.
     """
@@ -44,7 +54,10 @@ def figure_explorer(controls: dict, draw):
     output = widgets.Output()
 
     def redraw(_change=None):
-        figure = draw(**{name: control.value for name, control in controls.items()})
+        try:
+            figure = draw(**{name: control.value for name, control in controls.items()})
+        except ValueError as error:
+            figure = message_figure(str(error))
         output.outputs = (figure_output(figure),)
         plt.close(figure)
 

@@ -112,13 +112,6 @@ def _mark_step(ax, view: dict, step: int) -> None:
     ax.set_title(f"step {step + 1}: points at {view['order'][step]}; masked: {hidden}", fontsize=9)
 
 
-def _message_figure(message: str):
-    fig, ax = plt.subplots(figsize=(5, 1))
-    ax.axis("off")
-    ax.text(0.0, 0.5, message, color="darkred", va="center")
-    return fig
-
-
 def pointer_explorer(text: str = "20, 5, 10"):
     """A text box of numbers and a step slider; shows the pretrained sorter's pointer at every step
     and, for the chosen step, which positions the mask hides."""
@@ -126,12 +119,8 @@ def pointer_explorer(text: str = "20, 5, 10"):
 
     _model()  # load once, before the first draw
 
-    def draw(text, step):
-        try:
-            view = pointer_view(text)
-        except ValueError as error:
-            return _message_figure(str(error))
-        return plot_pointer(view, step=step - 1)  # the slider counts steps from 1, as the figure does
+    def draw(text, step):  # the slider counts steps from 1, as the figure does
+        return plot_pointer(pointer_view(text), step=step - 1)
 
     controls = {
         "text": widgets.Text(value=text, description="numbers", continuous_update=False,

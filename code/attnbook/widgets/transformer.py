@@ -79,13 +79,4 @@ def cls_attention_explorer(model, text: str = "cdAefgBh", layer: int = 0, head: 
         "head": widgets.IntSlider(value=head, min=0, max=num_heads - 1, description="head", continuous_update=False),
     }
 
-    def draw(**values):
-        try:
-            return plot_cls_attention(cls_attention_view(model, **values))
-        except ValueError as error:  # an unknown token typed in the box: say so in the figure
-            fig, ax = plt.subplots(figsize=(5, 1))
-            ax.axis("off")
-            ax.text(0, 0.5, str(error), fontsize=9, wrap=True)
-            return fig
-
-    return figure_explorer(controls, draw)
+    return figure_explorer(controls, lambda **values: plot_cls_attention(cls_attention_view(model, **values)))
