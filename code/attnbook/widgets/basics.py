@@ -1,9 +1,10 @@
 """Chapter 1 explorer: kernel bandwidth and training-set size -> Nadaraya-Watson fit."""
 
 import matplotlib.pyplot as plt
+from matplotlib.image import NonUniformImage
 
 from ..kernel_regression import mean_squared_error, nadaraya_watson, regression_data
-from ._live import figure_explorer
+from ._live import live_explorer
 
 
 def kernel_regression_view(bandwidth: float = 0.5, n_train: int = 50, seed: int = 0) -> dict:
@@ -27,23 +28,51 @@ def kernel_regression_view(bandwidth: float = 0.5, n_train: int = 50, seed: int 
 
 
 def plot_kernel_regression(view: dict):
-    """Fit vs truth (left) and the attention weights, queries x keys (right)."""
+    """Fit vs truth (left) and the attention weights, each test input against each training input (right).
+
+    The weight map is drawn at the inputs' positions (a ``NonUniformImage``): column j
+    sits at training input x_j, so the band of large weights lies along the diagonal
+    query = key, and its width is the bandwidth.
+    """
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
     left.plot(view["x_test"], view["y_true"], label="truth")
-    left.plot(view["x_test"], view["predictions"], label="prediction")
-    left.plot(view["x_train"], view["y_train"], "o", alpha=0.4, markersize=4, label="training data")
+    left.plot([], [], label="prediction")
+    left.plot([], [], "o", alpha=0.4, markersize=4, label="training data")
+    left.set_xlim(0, 5)
+    left.set_ylim(-2.5, 6.5)
     left.set_xlabel("x")
     left.set_ylabel("y")
-    left.set_title(f"bandwidth {view['bandwidth']:.3g}: test MSE {view['mse']:.3f}")
     left.legend(loc="lower left", fontsize=8)
-    image = right.imshow(view["weights"].numpy(), cmap="Reds", aspect="auto", vmin=0)
-    right.set_xlabel("training inputs (keys), sorted")
-    right.set_ylabel("test inputs (queries)")
-    right.set_title("attention weights")
+    image = NonUniformImage(right, cmap="Reds", interpolation="nearest", extent=(0, 5, 5, 0))
+    right.add_image(image)
+    right.set_xlim(0, 5)
+    right.set_ylim(5, 0)
+    right.set_xlabel("training input x (keys)")
+    right.set_ylabel("test input x (queries)")
     fig.colorbar(image, ax=right, shrink=0.8)
     # Fixed margins: tight_layout would draw the whole figure once just to measure it.
     fig.subplots_adjust(left=0.06, right=0.99, bottom=0.14, top=0.9, wspace=0.28)
+    update_kernel_regression_figure(fig, view)
     return fig
+
+
+def update_kernel_regression_figure(fig, view: dict) -> list:
+    """Show ``view`` in a figure made by ``plot_kernel_regression``; returns the artists that changed.
+
+    Axes limits are fixed, so the axes, their ticks and the legend stay as they are;
+    the colour bar's range follows the largest weight, so it is redrawn.
+    """
+    left, right, colour_axes = fig.axes
+    _, prediction, training = left.lines
+    prediction.set_data(view["x_test"], view["predictions"])
+    training.set_data(view["x_train"], view["y_train"])
+    left.set_title(f"bandwidth {view['bandwidth']:.3g}: test MSE {view['mse']:.3f}")
+    (image,) = right.images
+    weights = view["weights"]
+    image.set_data(view["x_train"].numpy(), view["x_test"].numpy(), weights.numpy())
+    image.set_clim(0, float(weights.max()))
+    right.set_title(f"attention weights: {weights.shape[0]} queries × {weights.shape[1]} keys")
+    return [prediction, training, left.title, left.get_legend(), image, right.title, colour_axes]
 
 
 def kernel_regression_explorer(bandwidth: float = 0.5, n_train: int = 50):
@@ -60,4 +89,9 @@ def kernel_regression_explorer(bandwidth: float = 0.5, n_train: int = 50):
             continuous_update=False, style={"description_width": "initial"},
         ),
     }
-    return figure_explorer(controls, lambda **values: plot_kernel_regression(kernel_regression_view(**values)))
+    figure = plot_kernel_regression(kernel_regression_view(bandwidth, n_train))
+
+    def update(figure, **values):
+        return update_kernel_regression_figure(figure, kernel_regression_view(**values))
+
+    return live_explorer(controls, figure, update)
