@@ -23,7 +23,14 @@ from attnbook.hard_training import (
     soft_loss,
     train_selector,
 )
-from attnbook.widgets.soft_hard import KEY_VALUES, circle_keys, plot_soft_hard, soft_hard_explorer, soft_hard_view
+from attnbook.widgets.soft_hard import (
+    KEY_VALUES,
+    circle_keys,
+    plot_soft_hard,
+    soft_hard_explorer,
+    soft_hard_view,
+    update_soft_hard_figure,
+)
 
 
 def _gen(seed):
@@ -333,11 +340,64 @@ def test_soft_hard_view_argmax_points_at_the_nearest_key():
         assert soft_hard_view(angle=angle)["argmax_index"] == index
 
 
-def test_soft_hard_plot_and_explorer_build():
+def _assert_soft_hard_figure_shows(figure, view):
+    geo, curve, bars = figure.axes
+    (key_dots,) = geo.collections
+    assert key_dots.get_sizes().tolist() == pytest.approx((300 * view["weights"] + 20).tolist())
+    (query_arrow,) = geo.patches
+    tip = max(query_arrow.get_path().vertices.tolist(), key=lambda xy: math.hypot(*xy))
+    assert math.degrees(math.atan2(tip[1], tip[0])) % 360 == pytest.approx(view["angle"] % 360, abs=1e-6)
+    assert geo.get_title() == f"query at {view['angle']:.0f}°"
+    soft_line, argmax_line, current_angle = curve.lines
+    assert soft_line.get_ydata().tolist() == pytest.approx(view["soft_curve"].tolist())
+    assert argmax_line.get_ydata().tolist() == pytest.approx(view["argmax_curve"].tolist())
+    assert list(current_angle.get_xdata()) == [view["angle"]] * 2
+    assert curve.get_title() == f"soft {view['soft_output']:.2f}, argmax {view['argmax_output']:.0f}"
+    weight_bars, sample_bars = bars.containers
+    counts = view["sample_counts"]
+    assert [bar.get_height() for bar in weight_bars] == pytest.approx(view["weights"].tolist())
+    assert [bar.get_height() for bar in sample_bars] == pytest.approx((counts / counts.sum()).tolist())
+    assert bars.get_legend().get_texts()[1].get_text() == f"{int(counts.sum())} samples"
+
+
+def test_soft_hard_plot_shows_the_view_with_fixed_limits():
+    import matplotlib.pyplot as plt
+
+    view = soft_hard_view(angle=140.0, length=1.5, n_samples=50)
+    figure = plot_soft_hard(view)
+    assert len(figure.axes) == 3
+    _assert_soft_hard_figure_shows(figure, view)
+    _, curve, bars = figure.axes
+    low, high = curve.get_ylim()
+    assert low < min(KEY_VALUES) and high > max(KEY_VALUES)  # every output lies between the smallest and largest value
+    assert curve.get_xlim()[0] < 0 and curve.get_xlim()[1] > 360
+    assert bars.get_ylim() == (0, 1)
+    plt.close(figure)
+
+
+def test_update_soft_hard_figure_changes_the_same_artists_every_time():
     import matplotlib.pyplot as plt
 
     figure = plot_soft_hard(soft_hard_view())
-    assert len(figure.axes) == 3
+    limits = [(ax.get_xlim(), ax.get_ylim()) for ax in figure.axes]
+    first = update_soft_hard_figure(figure, soft_hard_view(angle=0.0, length=0.5))
+    view = soft_hard_view(angle=300.0, length=10.0)
+    second = update_soft_hard_figure(figure, view)
+    assert [id(a) for a in first] == [id(a) for a in second]
+    _assert_soft_hard_figure_shows(figure, view)
+    assert [(ax.get_xlim(), ax.get_ylim()) for ax in figure.axes] == limits
     plt.close(figure)
-    assert len(soft_hard_explorer().children) == 2
-    plt.close("all")
+
+
+def test_soft_hard_explorer_follows_each_control():
+    box = soft_hard_explorer()
+    assert len(box.children) == 2
+    (angle, length), output = box.children[0].children, box.children[1]
+    figure = box.live_figure.figure
+    _assert_soft_hard_figure_shows(figure, soft_hard_view())
+    before = output.outputs
+    angle.value = 235
+    _assert_soft_hard_figure_shows(figure, soft_hard_view(angle=235.0))
+    assert output.outputs != before
+    length.value = 8.5
+    _assert_soft_hard_figure_shows(figure, soft_hard_view(angle=235.0, length=8.5))

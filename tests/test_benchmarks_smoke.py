@@ -50,15 +50,24 @@ def test_multihead_benchmark_compares_equal_modules():
     assert error["met"] is True
 
 
-def test_widget_discovery_finds_every_view_and_plot():
+def test_widget_discovery_finds_every_explorer_and_its_moves():
+    import ipywidgets as widgets
+
     module = load(BENCHMARKS / "bench_widgets.py")
     names = module.widget_modules()
     assert "attnbook.widgets.basics" in names and "attnbook.widgets.chunked" in names
     assert not any(name.rsplit(".", 1)[-1].startswith("_") for name in names)
     import attnbook.widgets.chunked as chunked
 
-    pairs = module.view_plot_pairs(chunked)
-    assert [(view, plot) for view, _, plot, _ in pairs] == [("chunked_view", "plot_chunked")]
+    assert list(module.explorer_builders(chunked)) == ["chunked_explorer"]
+    moves = module.control_moves
+    assert moves(widgets.IntSlider(value=3, min=0, max=3, step=1)) == [2]
+    assert moves(widgets.SelectionSlider(options=[1, 2, 4], value=2)) == [4, 1]
+    assert moves(widgets.Dropdown(options=[("one", 1), ("two", 2)], value=1)) == [2]
+    assert moves(widgets.Checkbox(value=True)) == [False]
+    assert moves(widgets.Text(value="1, 2")) == ["2 ,1"]
+    up, down = moves(widgets.FloatLogSlider(value=1.0, base=10, min=-1, max=1, step=0.5))
+    assert abs(up - 10**0.5) < 1e-9 and abs(down - 10**-0.5) < 1e-9
 
 
 def test_tables_and_json_report(tmp_path):

@@ -15,7 +15,14 @@ from hypothesis import strategies as st  # noqa: E402
 
 from attnbook import attention, chunked_attention  # noqa: E402
 from attnbook.chunked import StreamingAttention, interleaved_medians, peak_memory, score_matrix_bytes  # noqa: E402
-from attnbook.widgets.chunked import chunked_explorer, chunked_view, plot_chunked  # noqa: E402
+from attnbook.widgets.chunked import (  # noqa: E402
+    CHUNK_SIZES,
+    LENGTHS,
+    chunked_explorer,
+    chunked_view,
+    plot_chunked,
+    update_chunked_figure,
+)
 
 TOLERANCE = {torch.float64: 1e-12, torch.float32: 1e-5}
 
@@ -255,14 +262,78 @@ def test_view_reacts_to_its_controls():
     assert chunked_view(n=4096, chunk_size=64)["num_chunks"] == 64
     assert chunked_view(n=4096, chunk_size=4096)["ratio"] == 1.0
     assert chunked_view(n=2048, chunk_size=256)["curve_full"][-1] == score_matrix_bytes(16384, 16384)
+    assert chunked_view(n=1000, chunk_size=128)["keys_seen"] == [128 * k for k in range(1, 8)] + [1000]
+    assert chunked_view(n=1000, chunk_size=4096)["lengths"] == sorted([*LENGTHS, 1000])  # n is on the curves
+
+
+def _shown_data(fig) -> dict:
+    """The data each changing line of a ``plot_chunked`` figure holds, and the two titles."""
+    left, right, twin = fig.axes
+    full, tile, at_n = left.lines
+    return {
+        "full": (list(full.get_xdata()), list(full.get_ydata())),
+        "tile": list(tile.get_ydata()),
+        "at_n": (list(at_n.get_xdata()), list(at_n.get_ydata())),
+        "max": (list(right.lines[0].get_xdata()), list(right.lines[0].get_ydata())),
+        "sum": (list(twin.lines[0].get_xdata()), list(twin.lines[0].get_ydata())),
+        "titles": (left.get_title(), right.get_title()),
+    }
 
 
 def test_plot_shows_the_view():
     view = chunked_view(n=2048, chunk_size=256)
     fig = plot_chunked(view)
-    left, right = fig.axes[:2]
-    assert list(left.lines[0].get_ydata()) == pytest.approx([b / 2**20 for b in view["curve_full"]])
-    assert list(right.lines[0].get_ydata()) == pytest.approx(view["maximum"])
+    shown = _shown_data(fig)
+    assert shown["full"] == (view["lengths"], pytest.approx([b / 2**20 for b in view["curve_full"]]))
+    assert shown["tile"] == pytest.approx([b / 2**20 for b in view["curve_tile"]])
+    assert shown["at_n"] == ([2048, 2048], pytest.approx([2048 * 256 * 4 / 2**20, 2048**2 * 4 / 2**20]))
+    # x: the fraction of the keys seen; each block's max is drawn across the keys it brought
+    fractions = [k / 8 for k in range(9)]
+    assert shown["max"] == (pytest.approx(fractions), pytest.approx(view["maximum"][:1] + view["maximum"]))
+    assert shown["sum"] == (pytest.approx(fractions[1:]), pytest.approx(view["total"]))
+    error = f"{view['max_error']:.0e}"
+    assert shown["titles"] == ("n = 2,048, chunk 256: 16 MiB vs 2 MiB", f"one query, 2,048 keys, 8 blocks: error vs attention {error}")
+    plt.close(fig)
+
+
+def test_update_shows_the_new_view_on_the_same_artists_and_axes():
+    fig = plot_chunked(chunked_view(n=4096, chunk_size=512))
+    limits = [(axes.get_xlim(), axes.get_ylim()) for axes in fig.axes]
+    view = chunked_view(n=256, chunk_size=32)
+    changed = update_chunked_figure(fig, view)
+    fresh = plot_chunked(view)
+    assert _shown_data(fig) == _shown_data(fresh)
+    assert [(axes.get_xlim(), axes.get_ylim()) for axes in fig.axes] == limits  # fixed: the axes are never redrawn
+    again = update_chunked_figure(fig, chunked_view(n=16384, chunk_size=4096))
+    assert [id(artist) for artist in again] == [id(artist) for artist in changed]  # same list: blitting stays on
+    assert fig.axes[0].title in changed and fig.axes[1].title in changed
+    assert all(axes not in changed for axes in fig.axes) and fig.axes[0].get_legend() not in changed
+    assert _shown_data(fig)["titles"][1].startswith("one query, 16,384 keys, 4 blocks:")
+    plt.close(fig)
+    plt.close(fresh)
+
+
+def test_fixed_axes_hold_every_setting_the_explorer_allows():
+    """Every setting fits the axes of the default figure, and no line crosses its legend (never redrawn)."""
+    fig = plot_chunked(chunked_view())
+    left, right, twin = fig.axes
+    fig.canvas.draw()
+    legend_box = left.get_legend().get_window_extent()
+    (x_low, x_high), (y_low, y_high) = left.get_xlim(), left.get_ylim()
+    (m_low, m_high), (s_low, s_high) = right.get_ylim(), twin.get_ylim()
+    for n in LENGTHS:
+        for chunk_size in CHUNK_SIZES:
+            view = chunked_view(n=n, chunk_size=chunk_size)
+            memory = [b / 2**20 for b in view["curve_full"] + view["curve_tile"] + [view["tile_bytes"]]]
+            assert x_low < min(view["lengths"]) and max(view["lengths"]) < x_high
+            assert y_low < min(memory) and max(memory) < y_high
+            assert m_low < min(view["maximum"]) and max(view["maximum"]) < m_high, (n, chunk_size)
+            assert s_low < min(view["total"]) and max(view["total"]) < s_high, (n, chunk_size)
+            update_chunked_figure(fig, view)
+            for line in left.lines:
+                path = line.get_transform().transform_path(line.get_path())
+                assert not path.intersects_bbox(legend_box, filled=False), (n, chunk_size)
+    assert right.get_xlim()[0] < 0 and right.get_xlim()[1] > 1  # the fraction of keys seen, 0 .. 1
     plt.close(fig)
 
 
@@ -274,4 +345,10 @@ def test_builder_redraws_when_a_control_moves():
     first = output.outputs[0]["data"]["image/png"]
     chunk.value = 64
     assert output.outputs[0]["data"]["image/png"] != first
+    length.value = 16384
+    fig = box.live_figure.figure
+    expected = chunked_view(n=16384, chunk_size=64)
+    assert fig.axes[2].lines[0].get_ydata() == pytest.approx(expected["total"])
+    assert fig.axes[0].get_title() == "n = 16,384, chunk 64: 1,024 MiB vs 4 MiB"
+    assert fig.axes[1].get_title().startswith("one query, 16,384 keys, 256 blocks:")
     plt.close("all")

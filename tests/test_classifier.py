@@ -11,7 +11,9 @@ import torch  # noqa: E402
 from attnbook.classifier import (  # noqa: E402
     TOKEN_ID, VOCAB, CLSClassifier, accuracy, encode, order_batch, train_order_classifier,
 )
-from attnbook.widgets.transformer import cls_attention_view, plot_cls_attention  # noqa: E402
+from attnbook.widgets.transformer import (  # noqa: E402
+    cls_attention_explorer, cls_attention_view, plot_cls_attention, update_cls_attention_figure,
+)
 
 
 def _model(seed=0):
@@ -105,6 +107,56 @@ def test_plot_cls_attention_draws_one_heat_map():
     assert fig.axes[0].images[0].get_array().shape == (5, 5)
     assert "P(A before B)" in fig.axes[0].get_title()
     plt.close(fig)
+
+
+def test_update_changes_the_map_and_title_and_relabels_only_for_new_tokens():
+    model = _model()
+    fig = plot_cls_attention(cls_attention_view(model, "cAdB", layer=0, head=0))
+    (ax,) = fig.axes
+    first = update_cls_attention_figure(fig, cls_attention_view(model, "cAdB", layer=0, head=0))
+    assert first == [ax.images[0], ax.title]
+    view = cls_attention_view(model, "c A d B", layer=1, head=2)  # the same tokens, spaced
+    assert update_cls_attention_figure(fig, view) == first  # the same artists: only they are redrawn
+    torch.testing.assert_close(torch.as_tensor(ax.images[0].get_array()), view["weights"])
+    assert ax.get_title().startswith("layer 1, head 2: P(A before B) = ")
+    longer = cls_attention_view(model, "BcdeA", layer=1, head=2)
+    changed = update_cls_attention_figure(fig, longer)
+    assert changed[0] is not first[0] and changed == [ax.images[0], ax.title]  # a new image: all is drawn again
+    assert ax.images[0].get_array().shape == (6, 6) and ax.get_xlim() == (-0.5, 5.5)
+    assert [t.get_text() for t in ax.texts] == longer["tokens"] * 2  # column labels, then row labels
+    assert ax.get_title().endswith("(true answer: no)")
+    plt.close(fig)
+
+
+def test_explorer_shows_the_figure_of_the_current_controls():
+    import base64
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    from attnbook.widgets._live import figure_output
+
+    def pixels(output):
+        return np.asarray(Image.open(io.BytesIO(base64.b64decode(output["data"]["image/png"]))).convert("L"), float)
+
+    def drawn_in_full(view):
+        figure = plot_cls_attention(view)
+        try:
+            return pixels(figure_output(figure))
+        finally:
+            plt.close(figure)
+
+    model = _model()
+    box = cls_attention_explorer(model, text="cdAefgBh", layer=0, head=1)
+    text, layer, head = box.children[0].children
+    for tokens, at_layer, at_head in (("cdAefgBh", 1, 3), ("AcB", 1, 3), ("AcB", 0, 2)):
+        text.value, layer.value, head.value = tokens, at_layer, at_head
+        shown = pixels(box.children[1].outputs[0])
+        expected = drawn_in_full(cls_attention_view(model, tokens, at_layer, at_head))
+        other = drawn_in_full(cls_attention_view(model, tokens, at_layer, (at_head + 1) % 4))
+        # The same pixels as a full draw (a little antialiasing apart), and a test that could fail.
+        assert (np.abs(shown - expected) > 40).sum() == 0 < (np.abs(other - expected) > 40).sum()
 
 
 def test_vocabulary():

@@ -325,20 +325,65 @@ def test_plot_and_explorer_build_and_follow_the_controls():
     assert chosen.value == 5
 
 
-def test_the_explorer_figure_redraws_in_place():
+def test_the_figure_updates_in_place_and_returns_the_same_artists():
     import matplotlib.pyplot as plt
 
-    from attnbook.widgets.multihead import _HeadsFigure, multihead_view
+    from attnbook.widgets.multihead import multihead_view, plot_multihead, update_multihead_figure
 
-    painter = _HeadsFigure()
+    fig = plot_multihead(multihead_view(num_heads=4, head=0))
+    top, main, colour_axes = fig.axes
+    first = update_multihead_figure(fig, multihead_view(num_heads=4, head=0))
     for num_heads, head in ((8, 5), (2, 1), (1, 0)):
         view = multihead_view(num_heads=num_heads, head=head)
-        figure = painter.update(view)
-        assert figure is painter.figure and len(figure.axes) == 3
-        torch.testing.assert_close(torch.as_tensor(painter.head_image.get_array()), view["weights"][head])
-        strip = torch.as_tensor(painter.strip_image.get_array().filled(float("nan")))
+        changed = update_multihead_figure(fig, view)
+        assert [id(a) for a in changed] == [id(a) for a in first]  # same artists: only they are redrawn
+        assert top not in changed and colour_axes not in changed  # fixed limits, ticks and colour bar
+        assert top.get_xlim() == (0, 1) and main.images[0].get_clim() == (0, 1)
+        torch.testing.assert_close(torch.as_tensor(main.images[0].get_array()), view["weights"][head])
+        strip = torch.as_tensor(top.images[0].get_array().filled(float("nan")))
         assert strip.shape == (10, num_heads * 11 - 1)
         for h in range(num_heads):  # head h sits in columns 11h .. 11h+9
             torch.testing.assert_close(strip[:, 11 * h : 11 * h + 10], view["weights"][h])
-        assert painter.frame.get_x() == head * 11 - 0.5
-    plt.close(painter.figure)
+        # The frame and the head names sit over their heads' columns, as fractions of the strip's width.
+        width = num_heads * 11 - 1
+        frame = top.patches[0]
+        assert frame.get_x() == pytest.approx(11 * head / width) and frame.get_width() == pytest.approx(10 / width)
+        names = [t for t in top.texts if t.get_visible()]
+        assert [t.get_text() for t in names] == [f"head {h}" for h in range(num_heads)]
+        assert [t.get_position()[0] for t in names] == pytest.approx([(11 * h + 5) / width for h in range(num_heads)])
+        assert top.get_title().startswith(f"{num_heads} head") and main.get_title().startswith(f"head {head}:")
+    plt.close(fig)
+
+
+def test_the_explorer_shows_the_figure_of_the_current_controls():
+    import base64
+    import io
+
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from PIL import Image
+
+    from attnbook.widgets._live import figure_output
+    from attnbook.widgets.multihead import multihead_explorer, multihead_view, plot_multihead
+
+    def pixels(output):
+        return np.asarray(Image.open(io.BytesIO(base64.b64decode(output["data"]["image/png"]))).convert("L"), float)
+
+    def drawn_in_full(view):
+        figure = plot_multihead(view)
+        try:
+            return pixels(figure_output(figure))
+        finally:
+            plt.close(figure)
+
+    box = multihead_explorer(num_heads=8, head=0)
+    heads, chosen = box.children[0].children
+    chosen.value = 5
+    heads.value = 3
+    assert (heads.value, chosen.value) == (3, 2)
+    shown = pixels(box.children[1].outputs[0])
+    expected = drawn_in_full(multihead_view(num_heads=3, head=2))
+    other = drawn_in_full(multihead_view(num_heads=8, head=5))
+    assert shown.shape == expected.shape
+    # The same pixels as a full draw (a little antialiasing apart), and a test that could fail.
+    assert (np.abs(shown - expected) > 40).sum() == 0 < (np.abs(other - expected) > 40).sum()

@@ -357,15 +357,73 @@ def test_plot_marks_the_positions_the_mask_hides_at_a_step():
     view = pointer_view("20, 5, 10")
     fig = plot_pointer(view, step=2)
     ax = fig.axes[0]
-    crosses = [(round(t.get_position()[0]), round(t.get_position()[1])) for t in ax.texts if t.get_text() == "×"]
+    xs, ys = ax.lines[0].get_data()  # the crosses
     # Before step 3 the pointer has chosen 20 (position 0) and 10 (position 2): both hidden.
-    assert sorted(crosses) == [(0, 2), (2, 2)]
+    assert sorted(zip(xs, ys)) == [(0, 2), (2, 2)]
+    assert ax.patches[0].get_visible() and ax.patches[0].get_y() == 1.5  # the frame round step 3
     assert ax.get_title() == "step 3: points at 2; masked: 1, 3"
+    assert fig.get_suptitle() == "output 1, 3, 2  (sorted)"
+    # Columns (positions, with the values) then rows (steps, with where they point), as plain text.
+    assert [t.get_text() for t in ax.texts] == ["1 (20)", "2 (5)", "3 (10)", "1 → 1", "2 → 3", "3 → 2"]
     plt.close(fig)
 
 
+def test_update_moves_the_step_markers_and_redraws_all_only_for_new_numbers():
+    import matplotlib.pyplot as plt
+
+    from attnbook.widgets.pointer import plot_pointer, pointer_view, update_pointer_figure
+
+    view = pointer_view("20, 5, 10")
+    fig = plot_pointer(view)  # no step: nothing marked
+    ax = fig.axes[0]
+    assert not ax.patches[0].get_visible() and len(ax.lines[0].get_xdata()) == 0 and ax.get_title() == ""
+    changed = update_pointer_figure(fig, view, step=1)
+    assert update_pointer_figure(fig, pointer_view("20, 5, 10"), step=0) == changed  # same input: same artists
+    assert changed == [ax.patches[0], ax.lines[0], ax.title]
+    size = tuple(fig.get_size_inches())
+
+    longer = pointer_view("3 1 4 1 5 9 2 6 5 3 5 8 9 7")
+    changed_again = update_pointer_figure(fig, longer, step=13)
+    # New frame and crosses: a live figure sees other artists and draws the whole figure again.
+    assert changed_again[0] is not changed[0] and changed_again[1] is not changed[1]
+    assert changed_again == [ax.patches[0], ax.lines[0], ax.title]
+    assert tuple(fig.get_size_inches()) != size and fig.axes[0] is ax  # resized, same axes
+    assert ax.images[0].get_array().shape == (14, 14)
+    columns = [t.get_text() for t in ax.texts[:14]]
+    assert columns == [str(i) for i in range(1, 15)]  # more than 12 numbers: the positions only
+    assert [t.get_text() for t in ax.texts[14:]] == [f"{m + 1} → {p}" for m, p in enumerate(longer["order"])]
+    assert fig.get_suptitle() == "output " + ", ".join(map(str, longer["order"][:12])) + ", …  (sorted)"
+    xs, ys = ax.lines[0].get_data()
+    assert sorted(xs) == sorted(longer["positions"][:13]) and set(ys) == {13}
+    hidden = ", ".join(map(str, longer["order"][:10]))
+    assert ax.get_title() == f"step 14: points at {longer['order'][13]}; masked: {hidden}, … (13 in all)"
+    assert update_pointer_figure(fig, longer, step=40)[2].get_text().startswith("step 14:")  # clamped
+    plt.close(fig)
+
+
+def _png_pixels(output):
+    import base64
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    return np.asarray(Image.open(io.BytesIO(base64.b64decode(output["data"]["image/png"]))).convert("L"), float)
+
+
 def test_explorer_step_slider_counts_from_one_like_the_figure():
-    from attnbook.widgets.pointer import pointer_explorer
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from attnbook.widgets._live import figure_output
+    from attnbook.widgets.pointer import plot_pointer, pointer_explorer, pointer_view
+
+    def drawn_in_full(text, step):
+        figure = plot_pointer(pointer_view(text), step=step)
+        try:
+            return _png_pixels(figure_output(figure))
+        finally:
+            plt.close(figure)
 
     box = pointer_explorer("20, 5, 10")
     text, step = box.children[0].children
@@ -373,3 +431,26 @@ def test_explorer_step_slider_counts_from_one_like_the_figure():
     first = box.children[1].outputs
     step.value = 3
     assert box.children[1].outputs != first
+    for numbers, at in (("9 1 7 3 5 2 8 4", 5), ("20, 5, 10", 2)):  # new numbers redraw all; a step only its markers
+        text.value = numbers
+        step.value = at
+        shown = _png_pixels(box.children[1].outputs[0])
+        expected, other = drawn_in_full(numbers, at - 1), drawn_in_full(numbers, at % 3)
+        assert shown.shape == expected.shape
+        # The same pixels as a full draw (a little antialiasing apart), and a test that could fail.
+        assert (np.abs(shown - expected) > 40).sum() == 0 < (np.abs(other - expected) > 40).sum()
+
+
+def test_explorer_shows_bad_numbers_as_a_message_and_recovers():
+    from attnbook.widgets.pointer import pointer_explorer
+
+    box = pointer_explorer("20, 5, 10")
+    text, step = box.children[0].children
+    good = box.children[1].outputs[0]["data"]["image/png"]
+    text.value = "1, two"
+    assert box.children[1].outputs[0]["data"]["text/plain"] == "<Figure size 400x80 with 1 Axes>"
+    step.value = 2  # still the message: the view rejects the text
+    assert box.children[1].outputs[0]["data"]["text/plain"] == "<Figure size 400x80 with 1 Axes>"
+    text.value = "20, 5, 10"
+    step.value = 1
+    assert box.children[1].outputs[0]["data"]["image/png"] == good

@@ -18,7 +18,7 @@ from attnbook.positional import (
     position_shift_matrix,
     sinusoidal_encoding,
 )
-from attnbook.widgets.positional import plot_positional, positional_view
+from attnbook.widgets.positional import plot_positional, positional_explorer, positional_view, update_positional_figure
 
 FAST = settings(max_examples=40, deadline=None)
 
@@ -288,3 +288,68 @@ def test_plot_positional_returns_a_figure():
     fig = plot_positional(positional_view())
     assert len(fig.axes) == 3
     plt.close(fig)
+
+
+def _assert_figure_shows(fig, view):
+    """Every part of a ``plot_positional`` figure that follows the controls shows ``view``."""
+    left, middle, right = fig.axes
+    dim, i, target = view["dim"], view["position"], view["position"] + view["delta"]
+    heat_map = left.images[0]
+    assert torch.equal(torch.as_tensor(heat_map.get_array()), view["encoding"])
+    assert heat_map.get_extent() == [-0.5, dim - 0.5, 63.5, -0.5]  # one cell per column, filling the panel
+    for axes in (left, middle):
+        assert axes.get_xlim() == (-0.5, dim - 0.5)
+        assert list(axes.get_xticks()) == [0, dim - 1]
+    assert [list(line.get_ydata()) for line in left.lines] == [[i, i], [target, target]]
+    for line, key in zip(middle.lines, ("p_position", "p_target", "p_shifted")):
+        assert list(line.get_xdata()) == list(range(dim))
+        assert torch.equal(torch.as_tensor(line.get_ydata()), view[key])
+    assert torch.equal(torch.as_tensor(right.images[0].get_array()), view["shift_matrix"])
+    assert left.get_title() == f"P  (d = {dim}, base = {view['base']:g})"
+    assert middle.get_title().startswith(f"i = {i}, i + δ = {target}: ")
+    assert right.get_title() == f"shift matrix M(δ = {view['delta']})"
+
+
+def test_update_positional_figure_shows_the_new_view_on_the_same_artists():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = plot_positional(positional_view(position=10, delta=5, dim=16))
+    _assert_figure_shows(fig, positional_view(position=10, delta=5, dim=16))
+    fixed = [fig.axes[0].get_ylim(), fig.axes[1].get_ylim(), fig.axes[2].get_xlim(), fig.axes[2].get_ylim()]
+    view = positional_view(position=60, delta=-58, dim=4, base=10.0)
+    changed = update_positional_figure(fig, view)
+    _assert_figure_shows(fig, view)
+    assert [fig.axes[0].get_ylim(), fig.axes[1].get_ylim(), fig.axes[2].get_xlim(), fig.axes[2].get_ylim()] == fixed
+    again = update_positional_figure(fig, positional_view(position=0, delta=63, dim=64, base=1e5))
+    assert [id(artist) for artist in again] == [id(artist) for artist in changed]  # same list: blitting stays on
+    assert fig.axes[0].xaxis in changed and fig.axes[1].xaxis in changed  # d changes the column axes
+    assert all(axes not in changed for axes in fig.axes)  # never a whole Axes
+    plt.close(fig)
+
+
+def test_explorer_keeps_the_offset_valid_before_redrawing():
+    """Moving i narrows the offset slider first, so the figure never sees i + delta outside P."""
+    box = positional_explorer(position=10, delta=5, dim=16, base=10000.0)
+    position, delta, dim, base = box.children[0].children
+    output = box.children[1]
+    fig = box.live_figure.figure
+    shown = []  # every output the explorer displays, also those replaced within one move
+    output.observe(lambda change: shown.extend(change["new"]), names="outputs")
+    position.value = 63
+    assert (delta.min, delta.max, delta.value) == (-63, 0, 0)
+    assert shown and all(out["data"]["text/plain"].endswith("with 3 Axes>") for out in shown)  # never an error message
+    _assert_figure_shows(fig, positional_view(position=63, delta=0))
+    dim.value, base.value, delta.value = 8, 100.0, -40
+    _assert_figure_shows(fig, positional_view(position=63, delta=-40, dim=8, base=100.0))
+    position.value = 0
+    assert (delta.min, delta.max, delta.value) == (0, 63, 0)
+    _assert_figure_shows(fig, positional_view(position=0, delta=0, dim=8, base=100.0))
+
+
+def test_explorer_clamps_a_starting_offset_outside_the_heat_map():
+    box = positional_explorer(position=60, delta=5)
+    assert box.children[0].children[1].value == 3
+    _assert_figure_shows(box.live_figure.figure, positional_view(position=60, delta=3))

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 from attnbook import AdditiveScore, BilinearScore, dot_score, scaled_dot_score
 from attnbook.score_scaling import random_score_statistics, random_scores, softmax_jacobian, softmax_statistics
-from attnbook.widgets.scoring import DIMS, plot_scoring, scoring_explorer, scoring_view
+from attnbook.widgets.scoring import DIMS, plot_scoring, scoring_explorer, scoring_view, update_scoring_figure
 
 
 def _gen(seed):
@@ -228,12 +228,77 @@ def test_scoring_view_numbers():
     assert view["curves"][False][DIMS.index(256)] == pytest.approx(expected["max_gradient"])
 
 
-def test_plot_and_explorer_build():
+@pytest.mark.parametrize("temperature", [0.1, 1.0, 10.0])
+def test_scoring_view_curves_equal_softmax_statistics_at_every_dim(temperature):
+    curves = scoring_view(temperature=temperature)["curves"]
+    for scaled in (True, False):
+        expected = [
+            softmax_statistics(random_scores(d, scaled, n_trials=256, n_keys=16, seed=0), temperature)["max_gradient"]
+            for d in DIMS
+        ]
+        assert curves[scaled] == pytest.approx(expected, rel=1e-9)
+
+
+def test_scoring_view_fits_the_fixed_axes_at_the_extreme_controls():
+    for temperature in (0.1, 10.0):  # the explorer's temperature slider runs from 10^-1 to 10^1
+        view = scoring_view(dim=DIMS[0], temperature=temperature)
+        assert 0 < max(view["curves"][True] + view["curves"][False]) < 0.26  # the right panel's y range
+
+
+def _assert_scoring_figure_shows(figure, view):
+    left, right = figure.axes
+    heights = [bar.get_height() for bar in left.containers[0]]
+    assert heights == pytest.approx(view["sorted_weights"].tolist())
+    scaled_curve, unscaled_curve, current = right.lines
+    assert list(scaled_curve.get_xdata()) == list(DIMS)
+    assert list(scaled_curve.get_ydata()) == pytest.approx(view["curves"][True])
+    assert list(unscaled_curve.get_ydata()) == pytest.approx(view["curves"][False])
+    assert list(current.get_xdata()) == [view["dim"]]
+    assert list(current.get_ydata()) == pytest.approx([view["stats"]["max_gradient"]])
+    assert left.get_title().startswith(f"D={view['dim']}, {'scaled' if view['scaled'] else 'unscaled'}, ")
+    assert right.get_title() == (
+        f"max weight {view['stats']['max_weight']:.2f}, entropy {view['stats']['entropy']:.2f} nats"
+    )
+
+
+def test_plot_scoring_shows_the_view_with_fixed_limits():
+    import matplotlib.pyplot as plt
+
+    view = scoring_view(dim=16, scaled=False, temperature=0.5)
+    figure = plot_scoring(view)
+    assert len(figure.axes) == 2
+    _assert_scoring_figure_shows(figure, view)
+    left, right = figure.axes
+    assert left.get_ylim() == (0, 1) and right.get_ylim() == (0, 0.26)
+    assert right.get_xlim()[0] < DIMS[0] and right.get_xlim()[1] > DIMS[-1]
+    plt.close(figure)
+
+
+def test_update_scoring_figure_changes_the_same_artists_every_time():
     import matplotlib.pyplot as plt
 
     figure = plot_scoring(scoring_view())
-    assert len(figure.axes) == 2
+    limits = [(ax.get_xlim(), ax.get_ylim()) for ax in figure.axes]
+    first = update_scoring_figure(figure, scoring_view(dim=4, scaled=False, temperature=0.1))
+    view = scoring_view(dim=1024, scaled=True, temperature=10.0)
+    second = update_scoring_figure(figure, view)
+    assert [id(a) for a in first] == [id(a) for a in second]
+    _assert_scoring_figure_shows(figure, view)
+    assert [(ax.get_xlim(), ax.get_ylim()) for ax in figure.axes] == limits
     plt.close(figure)
+
+
+def test_scoring_explorer_follows_each_control():
     box = scoring_explorer()
     assert len(box.children) == 2
-    plt.close("all")
+    (dim, scaled, temperature), output = box.children[0].children, box.children[1]
+    figure = box.live_figure.figure
+    _assert_scoring_figure_shows(figure, scoring_view())
+    before = output.outputs
+    dim.value = 512
+    _assert_scoring_figure_shows(figure, scoring_view(dim=512))
+    assert output.outputs != before
+    scaled.value = False
+    _assert_scoring_figure_shows(figure, scoring_view(dim=512, scaled=False))
+    temperature.value = 0.1
+    _assert_scoring_figure_shows(figure, scoring_view(dim=512, scaled=False, temperature=0.1))

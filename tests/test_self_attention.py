@@ -289,19 +289,59 @@ def test_view_rejects_bad_tokens():
         self_attention_view("   ")
 
 
-def test_figure_updates_in_place():
+def test_figure_updates_in_place_and_returns_the_same_artists():
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig = plot_self_attention(self_attention_view(token=0))
-    view = self_attention_view(token=2, positions=True)
-    assert update_self_attention_figure(fig, view) is fig
     left, right = fig.axes
+    first = update_self_attention_figure(fig, self_attention_view(token=0))
+    assert first == [left.images[0], left.patches[0], left.title, *right.patches, right.title]
+    view = self_attention_view(token=4, positions=True)
+    changed = update_self_attention_figure(fig, view)
+    assert [id(a) for a in changed] == [id(a) for a in first]  # the same artists, in the same order
     heights = torch.tensor([bar.get_height() for bar in right.patches])
     assert torch.allclose(heights, view["row"])
-    assert left.patches[0].get_y() == 1.5
+    torch.testing.assert_close(torch.as_tensor(left.images[0].get_array()), view["weights"])
+    assert left.patches[0].get_y() == 3.5
+    red = [j for j, bar in enumerate(right.patches) if bar.get_facecolor() == matplotlib.colors.to_rgba("tab:red")]
+    assert red == view["copies"] == [0, 4]
+    assert left.get_title() == "attention matrix, with positions"
+    assert right.get_title() == f"attention row of 4:the; its copies' rows differ by {view['copy_gap']:.3f}"
     with pytest.raises(ValueError, match="figure has 6 bars but the view has 3 tokens"):
         update_self_attention_figure(fig, self_attention_view("a b c", token=0))
     plt.close(fig)
+
+
+def test_explorer_shows_the_figure_of_the_current_controls():
+    import base64
+    import io
+
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from PIL import Image
+
+    from attnbook.widgets._live import figure_output
+    from attnbook.widgets.self_attention import self_attention_explorer
+
+    def pixels(output):
+        return np.asarray(Image.open(io.BytesIO(base64.b64decode(output["data"]["image/png"]))).convert("L"), float)
+
+    def drawn_in_full(view):
+        figure = plot_self_attention(view)
+        try:
+            return pixels(figure_output(figure))
+        finally:
+            plt.close(figure)
+
+    box = self_attention_explorer("the cat sat on the mat", token=0)
+    token, positions = box.children[0].children
+    token.value = 4
+    positions.value = True
+    shown = pixels(box.children[1].outputs[0])
+    expected = drawn_in_full(self_attention_view(token=4, positions=True))
+    other = drawn_in_full(self_attention_view(token=4, positions=False))
+    # The same pixels as a full draw (a little antialiasing apart), and a test that could fail.
+    assert (np.abs(shown - expected) > 40).sum() == 0 < (np.abs(other - expected) > 40).sum()

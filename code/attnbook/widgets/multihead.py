@@ -5,16 +5,17 @@ random embeddings (a repeated word gets the same embedding; there are no positio
 and one seeded, untrained set of projection weights. The projections have the same
 shape for every number of heads, so moving the "heads" control only regroups the
 same dimensions into more, smaller heads. Each update reuses cached weights and
-redraws one figure in place, so it stays fast.
+redraws only the images, the frame, the head names and the titles of one figure.
 """
 
 from functools import lru_cache
 
 import matplotlib.pyplot as plt
+import matplotlib.transforms as transforms
 import torch
 
 from ..multihead import MultiHeadAttention
-from ._live import figure_explorer
+from ._live import live_explorer
 
 SENTENCE = ("the", "cat", "sat", "on", "the", "mat", "because", "it", "was", "warm")
 EMBED_DIM = 24
@@ -91,53 +92,69 @@ def _head_strip(weights: torch.Tensor) -> torch.Tensor:
     return strip
 
 
-class _HeadsFigure:
-    """The explorer's figure, built once; ``update(view)`` redraws it in place (no new axes: fast)."""
-
-    def __init__(self, tokens=SENTENCE):
-        n = len(tokens)
-        self.figure = plt.figure(figsize=(7.5, 6.0))
-        self.top = self.figure.add_axes((0.12, 0.79, 0.8, 0.14))
-        self.main = self.figure.add_axes((0.12, 0.14, 0.72, 0.54))
-        colour_axes = self.figure.add_axes((0.87, 0.14, 0.025, 0.54))
-        self.strip_image = self.top.imshow(torch.zeros(n, n).numpy(), cmap="Reds", vmin=0, vmax=1, aspect="auto")
-        self.frame = self.top.add_patch(
-            plt.Rectangle((-0.5, -0.5), n, n, fill=False, edgecolor="tab:blue", linewidth=2.5)
-        )
-        self.top.set_yticks([])
-        self.head_image = self.main.imshow(torch.zeros(n, n).numpy(), cmap="Reds", vmin=0, vmax=1, aspect="auto")
-        self.main.set_xticks(range(n), labels=tokens, rotation=45, fontsize=8)
-        self.main.set_yticks(range(n), labels=tokens, fontsize=8)
-        self.main.set_xlabel("keys")
-        self.main.set_ylabel("queries")
-        self.figure.colorbar(self.head_image, cax=colour_axes)
-
-    def update(self, view: dict):
-        weights, head = view["weights"], view["head"]
-        num_heads, n = weights.shape[0], weights.shape[-1]
-        vmax = float(weights.max())
-        width = num_heads * (n + 1) - 1
-        self.strip_image.set_data(_head_strip(weights).numpy())
-        self.strip_image.set_extent((-0.5, width - 0.5, n - 0.5, -0.5))
-        self.top.set_xlim(-0.5, width - 0.5)
-        self.top.set_xticks(
-            [h * (n + 1) + (n - 1) / 2 for h in range(num_heads)], labels=[f"head {h}" for h in range(num_heads)], fontsize=8
-        )
-        self.frame.set_x(head * (n + 1) - 0.5)
-        plural = "s" if num_heads > 1 else ""
-        self.top.set_title(
-            f"{num_heads} head{plural} of d_head = {view['head_dim']} (rows: queries, columns: keys)", fontsize=9
-        )
-        self.head_image.set_data(view["head_weights"].numpy())
-        for image in (self.strip_image, self.head_image):
-            image.set_clim(0, vmax)
-        self.main.set_title(f"head {head}: mean row entropy {view['entropy'][head]:.2f} nats", fontsize=9)
-        return self.figure
+def _strip_fraction(column: float, num_heads: int, n: int) -> float:
+    """Strip column coordinate (column c spans c - 0.5 .. c + 0.5) -> fraction of the strip's width."""
+    return (column + 0.5) / (num_heads * (n + 1) - 1)
 
 
 def plot_multihead(view: dict):
-    """All heads side by side (top strip, chosen head framed) and the chosen head, large, with its tokens."""
-    return _HeadsFigure(view["tokens"]).update(view)
+    """All heads side by side (top strip, chosen head framed) and the chosen head, large, with its tokens.
+
+    The strip always spans the top axes: its x axis runs from 0 to 1 (a fraction of the
+    strip) whatever the number of heads, and the head names under it are text objects
+    moved by ``update_multihead_figure``, so changing the number of heads never redraws
+    the axes. Colours run from 0 to 1 (weights are probabilities) for every setting.
+    """
+    tokens = view["tokens"]
+    n = len(tokens)
+    fig = plt.figure(figsize=(7.5, 6.0))
+    top = fig.add_axes((0.12, 0.79, 0.8, 0.14))
+    main = fig.add_axes((0.12, 0.14, 0.72, 0.54))
+    colour_axes = fig.add_axes((0.87, 0.14, 0.025, 0.54))
+    top.imshow(torch.zeros(n, n).numpy(), cmap="Reds", vmin=0, vmax=1, aspect="auto", extent=(0, 1, n - 0.5, -0.5))
+    top.add_patch(plt.Rectangle((0, -0.5), 0, n, fill=False, edgecolor="tab:blue", linewidth=2.5))
+    top.set_xlim(0, 1)
+    top.set_xticks([])
+    top.set_yticks([])
+    under_strip = transforms.blended_transform_factory(top.transData, top.transAxes)
+    for h in range(max(HEAD_CHOICES)):  # one name per possible head; those beyond num_heads are hidden
+        top.text(0, -0.06, f"head {h}", ha="center", va="top", fontsize=8, transform=under_strip)
+    head_image = main.imshow(torch.zeros(n, n).numpy(), cmap="Reds", vmin=0, vmax=1, aspect="auto")
+    main.set_xticks(range(n), labels=tokens, rotation=45, fontsize=8)
+    main.set_yticks(range(n), labels=tokens, fontsize=8)
+    main.set_xlabel("keys")
+    main.set_ylabel("queries")
+    fig.colorbar(head_image, cax=colour_axes)
+    update_multihead_figure(fig, view)
+    return fig
+
+
+def update_multihead_figure(fig, view: dict) -> list:
+    """Show ``view`` in a figure made by ``plot_multihead``; returns the artists that changed.
+
+    The strip image gets the new heads (n, num_heads * (n + 1) - 1) stretched over the
+    fixed strip; the frame and the head names move to the new head columns; the large
+    map shows the chosen head (n, n). Limits, ticks and the colour bar stay as they are.
+    The list holds the same artists, in the same order, for every view.
+    """
+    top, main, _ = fig.axes
+    weights, head = view["weights"], view["head"]
+    num_heads, n = weights.shape[0], weights.shape[-1]
+    (strip_image,) = top.images
+    strip_image.set_data(_head_strip(weights).numpy())
+    (frame,) = top.patches
+    first_column = head * (n + 1)
+    frame.set_x(_strip_fraction(first_column - 0.5, num_heads, n))
+    frame.set_width(_strip_fraction(first_column + n - 0.5, num_heads, n) - frame.get_x())
+    for h, name in enumerate(top.texts):
+        name.set_x(_strip_fraction(h * (n + 1) + (n - 1) / 2, num_heads, n))
+        name.set_visible(h < num_heads)
+    plural = "s" if num_heads > 1 else ""
+    top.set_title(f"{num_heads} head{plural} of d_head = {view['head_dim']} (rows: queries, columns: keys)", fontsize=9)
+    (head_image,) = main.images
+    head_image.set_data(view["head_weights"].numpy())
+    main.set_title(f"head {head}: mean row entropy {view['entropy'][head]:.2f} nats", fontsize=9)
+    return [strip_image, frame, *top.texts, top.title, head_image, main.title]
 
 
 def multihead_explorer(num_heads: int = 4, head: int = 0):
@@ -152,5 +169,9 @@ def multihead_explorer(num_heads: int = 4, head: int = 0):
 
     heads.observe(fit_slider, names="value")
     controls = {"num_heads": heads, "head": chosen}
-    painter = _HeadsFigure()  # one figure, updated in place on every move
-    return figure_explorer(controls, lambda **values: painter.update(multihead_view(**values)))
+    figure = plot_multihead(multihead_view(num_heads, head))
+
+    def update(figure, **values):
+        return update_multihead_figure(figure, multihead_view(**values))
+
+    return live_explorer(controls, figure, update)

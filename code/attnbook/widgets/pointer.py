@@ -3,12 +3,13 @@
 import re
 
 import matplotlib.pyplot as plt
+import matplotlib.transforms as transforms
+import numpy as np
 import torch
 
-from ..plotting import show_heatmaps
 from ..pointer import pretrained_sorter, scale_to_unit
 from ..threads import single_thread
-from ._live import figure_explorer
+from ._live import EXPLORER_DPI, live_explorer
 
 MAX_NUMBERS = 30
 _MODEL = None
@@ -76,55 +77,187 @@ def _label(value: float) -> str:
     return f"{value:g}"
 
 
+def _tick_labels(view: dict) -> tuple[list[str], list[str]]:
+    """Labels of the input positions (columns) and of the decoding steps (rows), as the heat-map shows them."""
+    n = len(view["numbers"])
+    columns = [f"{i + 1} ({_label(v)})" if n <= 12 else str(i + 1) for i, v in enumerate(view["numbers"])]
+    rows = [f"{m + 1} → {p}" if n <= 15 else str(m + 1) for m, p in enumerate(view["order"])]
+    return columns, rows
+
+
+def _order_title(view: dict) -> str:
+    """The figure's title: the output order (1-based) and whether it is sorted."""
+    verdict = "sorted" if view["correct"] else "NOT sorted"
+    order = ", ".join(map(str, view["order"][:12])) + (", …" if len(view["order"]) > 12 else "")
+    return f"output {order}  ({verdict})"
+
+
+def _step_title(view: dict, step: int) -> str:
+    """What step ``step`` (0-based) points at and which positions it may not point at (the first ten)."""
+    hidden = view["order"][:step]
+    masked = ", ".join(map(str, hidden[:10])) + (f", … ({len(hidden)} in all)" if len(hidden) > 10 else "")
+    return f"step {step + 1}: points at {view['order'][step]}; masked: {masked or 'none'}"
+
+
+def _new_figure():
+    """An empty pointer figure: heat-map axes with an empty image, a colour bar, the row label.
+
+    It is made at the explorer's resolution: the layout (``_lay_out``) is worked out in
+    pixels, so a figure made here and one the explorer shows lay out the same input alike.
+    """
+    fig = plt.figure(dpi=EXPLORER_DPI)
+    ax = fig.add_axes((0, 0, 1, 1))
+    colour_axes = fig.add_axes((0, 0, 1, 1))
+    image = ax.imshow(np.zeros((1, 1)), cmap="Reds", vmin=0.0, vmax=1.0, aspect="auto")
+    fig.colorbar(image, cax=colour_axes, ticks=[0, 0.25, 0.5, 0.75, 1])
+    ax.set_xticks([])  # positions and steps are labelled with plain text: ticks cost twice as much to draw
+    ax.set_yticks([])
+    ax.set_ylabel("step m → pointer")
+    return fig
+
+
+def _shows_input(fig, view: dict) -> bool:
+    """Does ``fig`` already show ``view``'s input (same heat-map, labels and title)?"""
+    ax = fig.axes[0]
+    columns, rows = _tick_labels(view)
+    return (
+        fig.get_suptitle() == _order_title(view)
+        and [label.get_text() for label in ax.texts] == columns + rows
+        and np.array_equal(ax.images[0].get_array(), view["weights"].numpy())
+    )
+
+
+_POINT = 1 / 72  # inches
+_LABEL_GAP = 7  # points between the heat-map and its column and row labels (where ticks would be)
+_EDGE = 0.06  # inches of white round the figure
+
+
+def _show_input(fig, view: dict) -> None:
+    """Show in ``fig`` what depends on the input only: size, heat-map (n, n), labels, title; then lay it out.
+
+    The column labels (n texts under the map) come first in ``ax.texts``, then the row
+    labels (n texts left of it). The step markers, a frame (Rectangle) and the crosses
+    (a Line2D), are made anew and empty, and a blank title keeps the step's line free
+    while the layout is worked out.
+    """
+    n = len(view["numbers"])
+    side = min(1.8 + 0.3 * n, 6.0)
+    fig.set_size_inches(side + 1.6, side * 0.7 + 0.8)
+    ax, colour_axes = fig.axes
+    (image,) = ax.images
+    image.set_data(view["weights"].numpy())
+    image.set_extent((-0.5, n - 0.5, n - 0.5, -0.5))
+    ax.set_xlim(-0.5, n - 0.5)
+    ax.set_ylim(n - 0.5, -0.5)
+    for artist in (*ax.texts, *ax.patches, *ax.lines):
+        artist.remove()
+    gap = _LABEL_GAP * _POINT
+    under = transforms.blended_transform_factory(ax.transData, ax.transAxes)
+    under += transforms.ScaledTranslation(0, -gap, fig.dpi_scale_trans)
+    left_of = transforms.blended_transform_factory(ax.transAxes, ax.transData)
+    left_of += transforms.ScaledTranslation(-gap, 0, fig.dpi_scale_trans)
+    columns, rows = _tick_labels(view)
+    for i, label in enumerate(columns):
+        ax.text(i, 0, label, rotation=90 if n > 6 else 0, ha="center", va="top", transform=under)
+    for m, label in enumerate(rows):
+        ax.text(0, m, label, ha="right", va="center_baseline", transform=left_of)
+    ax.set_xlabel("input position n (value)" if n <= 12 else "input position n")
+    title = fig.suptitle(_order_title(view), fontsize=10)
+    ax.add_patch(plt.Rectangle((-0.5, -0.5), n, 1, fill=False, edgecolor="black", linewidth=2, visible=False))
+    ax.plot([], [], linestyle="none", marker="x", markersize=8, markeredgewidth=1.5, color="black")
+    ax.set_title(" ", fontsize=9)
+    _lay_out(fig, ax, colour_axes, title)
+
+
+def _lay_out(fig, ax, colour_axes, title) -> None:
+    """Size the heat-map ``ax`` and its colour bar so that every label fits, measuring each text once.
+
+    The margins are the measured labels and titles plus matplotlib's default pads
+    (points); the axis labels are pushed out past the column and row labels. This does
+    what constrained layout did in a fraction of the time, and the positions are then
+    fixed: a new step, or drawing the figure again, moves nothing.
+    """
+    width, height = fig.get_size_inches()
+    n = len(ax.texts) // 2
+    columns, rows = ax.texts[:n], ax.texts[n:]
+
+    def across(texts):  # widest text, inches
+        return max(t.get_window_extent().width for t in texts) / fig.dpi
+
+    def tall(texts):  # tallest text, inches
+        return max(t.get_window_extent().height for t in texts) / fig.dpi
+
+    ax.xaxis.labelpad = _LABEL_GAP + tall(columns) / _POINT + 4
+    ax.yaxis.labelpad = _LABEL_GAP + across(rows) / _POINT + 4
+    left = _EDGE + across([ax.yaxis.label]) + ax.yaxis.labelpad * _POINT
+    bottom = _EDGE + tall([ax.xaxis.label]) + ax.xaxis.labelpad * _POINT
+    top = _EDGE + tall([title]) + 4 * _POINT + tall([ax.title]) + 6 * _POINT
+    gap, bar = 0.2, 0.12  # between heat-map and colour bar; colour bar width
+    right = gap + bar + 7 * _POINT + across(colour_axes.get_yticklabels()) + _EDGE  # 7: tick length and pad
+    title.set_y(1 - _EDGE / height)
+    box = (left / width, bottom / height, 1 - (left + right) / width, 1 - (bottom + top) / height)
+    ax.set_position(box)
+    bar_height = 0.7 * box[3]
+    bar_bottom = box[1] + (box[3] - bar_height) / 2
+    colour_axes.set_position((box[0] + box[2] + gap / width, bar_bottom, bar / width, bar_height))
+
+
 def plot_pointer(view: dict, step: int | None = None):
     """Heat-map of the pointer distributions: decoding steps (rows) x input positions (columns).
 
     step (0-based), if given, frames that decoding step and marks with x the positions
     already chosen before it, which the mask hides from the pointer.
     """
-    n = len(view["numbers"])
-    side = min(1.8 + 0.3 * n, 6.0)
-    fig = show_heatmaps(
-        view["weights"],
-        xlabel="input position n (value)" if n <= 12 else "input position n",
-        ylabel="step m → pointer",
-        figsize=(side + 1.6, side * 0.7 + 0.8),
-        xticklabels=[f"{i + 1} ({_label(v)})" if n <= 12 else str(i + 1) for i, v in enumerate(view["numbers"])],
-        yticklabels=[f"{m + 1} → {p}" if n <= 15 else str(m + 1) for m, p in enumerate(view["order"])],
-        vmax=1.0,
-    )
-    fig.set_layout_engine("constrained")  # room for the axis labels and rotated ticks (~15 ms)
-    verdict = "sorted" if view["correct"] else "NOT sorted"
-    order = ", ".join(map(str, view["order"])) if n <= 12 else ", ".join(map(str, view["order"][:12])) + ", …"
-    fig.suptitle(f"output {order}  ({verdict})", fontsize=10)
-    if step is not None:
-        _mark_step(fig.axes[0], view, min(step, n - 1))
+    fig = _new_figure()
+    update_pointer_figure(fig, view, step)
     return fig
 
 
-def _mark_step(ax, view: dict, step: int) -> None:
-    """Frame row ``step`` and put an x on the positions the mask hides at that step."""
-    n = len(view["numbers"])
-    ax.add_patch(plt.Rectangle((-0.5, step - 0.5), n, 1, fill=False, edgecolor="black", linewidth=2))
-    for chosen in view["positions"][:step]:
-        ax.text(chosen, step, "×", ha="center", va="center", color="black", fontsize=11)
-    hidden = ", ".join(str(p) for p in view["order"][:step]) or "none"
-    ax.set_title(f"step {step + 1}: points at {view['order'][step]}; masked: {hidden}", fontsize=9)
+def update_pointer_figure(fig, view: dict, step: int | None = None) -> list:
+    """Show ``view`` at ``step`` in a figure made by ``plot_pointer``; returns the artists that changed.
+
+    A new step moves the frame and the crosses and changes the title: those three
+    artists are returned. A new input (other numbers) first redraws what depends on
+    it (``_show_input``), with new step markers: the returned artists are then new
+    ones, which tells the live figure to draw everything else again too.
+    step is 0-based and clamped to the last step; None marks no step.
+    """
+    if not _shows_input(fig, view):
+        _show_input(fig, view)
+    ax = fig.axes[0]
+    (frame,) = ax.patches
+    (crosses,) = ax.lines
+    if step is None:
+        frame.set_visible(False)
+        crosses.set_data([], [])
+        ax.set_title("", fontsize=9)
+    else:
+        step = min(step, len(view["numbers"]) - 1)
+        frame.set_visible(True)
+        frame.set_y(step - 0.5)
+        hidden = view["positions"][:step]
+        crosses.set_data(hidden, [step] * len(hidden))
+        ax.set_title(_step_title(view, step), fontsize=9)
+    return [frame, crosses, ax.title]
 
 
 def pointer_explorer(text: str = "20, 5, 10"):
     """A text box of numbers and a step slider; shows the pretrained sorter's pointer at every step
-    and, for the chosen step, which positions the mask hides."""
+    and, for the chosen step, which positions the mask hides.
+
+    Moving the step redraws only the frame, the crosses and the step's title; new numbers
+    redraw the whole figure (its size follows the number of inputs).
+    """
     import ipywidgets as widgets
 
     _model()  # load once, before the first draw
-
-    def draw(text, step):  # the slider counts steps from 1, as the figure does
-        return plot_pointer(pointer_view(text), step=step - 1)
-
     controls = {
         "text": widgets.Text(value=text, description="numbers", continuous_update=False,
                              layout=widgets.Layout(width="420px")),
         "step": widgets.IntSlider(value=1, min=1, max=MAX_NUMBERS, description="step m", continuous_update=False),
     }
-    return figure_explorer(controls, draw)
+
+    def update(figure, text, step):  # the slider counts steps from 1, as the figure does
+        return update_pointer_figure(figure, pointer_view(text), step - 1)
+
+    return live_explorer(controls, plot_pointer(pointer_view(text), step=0), update)

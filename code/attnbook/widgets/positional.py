@@ -6,7 +6,7 @@ The dimension d and the base set the heat-map of the whole sinusoidal matrix P.
 import matplotlib.pyplot as plt
 
 from ..positional import position_shift_matrix, sinusoidal_encoding
-from ._live import figure_explorer
+from ._live import live_explorer
 
 
 def positional_view(
@@ -42,39 +42,94 @@ def positional_view(
 
 
 def plot_positional(view: dict):
-    """Heat-map of P with the two rows marked (left), the two rows and M @ P[i] (middle), M (right)."""
+    """Heat-map of P with the two rows marked (left), the two rows and M @ P[i] (middle), M (right).
+
+    Only the column axes of the left and middle panels follow d (their range and end
+    ticks); M is drawn stretched over a fixed square, so every other axis stays fixed.
+    """
     fig, (left, middle, right) = plt.subplots(
         1, 3, figsize=(10.5, 3.2), dpi=80, gridspec_kw={"width_ratios": [1.1, 1.4, 1.0]}
     )
-    i, target = view["position"], view["position"] + view["delta"]
+    last_row = len(view["encoding"]) - 1
     left.imshow(view["encoding"].numpy(), cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto", interpolation="nearest")
-    for row, colour in ((i, "black"), (target, "tab:green")):
-        left.axhline(row, color=colour, linewidth=1.2)
-    # Few ticks: tick labels are most of the drawing time, and the explorer redraws on every move.
-    left.set_xticks([0, view["dim"] - 1])
-    left.set_yticks([0, len(view["encoding"]) - 1])
-    left.set_xlabel("column")
+    for colour in ("black", "tab:green"):
+        left.axhline(0, color=colour, linewidth=1.2)
+    left.set_ylim(last_row + 0.5, -0.5)
+    # Few ticks: tick labels are most of the drawing time.
+    left.set_yticks([0, last_row])
+    _column_label(left)
     left.set_ylabel("position")
-    left.set_title(f"P  (d = {view['dim']}, base = {view['base']:g})", fontsize=9, y=1.01)
 
-    columns = range(view["dim"])
-    middle.plot(columns, view["p_position"].numpy(), "o-", color="black", markersize=3, label=f"P[{i}]")
-    middle.plot(columns, view["p_target"].numpy(), "s-", color="tab:green", markersize=5, label=f"P[{target}]")
-    middle.plot(columns, view["p_shifted"].numpy(), "x", color="tab:red", markersize=7, markeredgewidth=1.5, zorder=3, label=f"M @ P[{i}]")
-    middle.set_ylim(-1.15, 1.15)
-    middle.set_xticks([0, view["dim"] - 1])
+    middle.plot([], [], "o-", color="black", markersize=3, label="P[i]")
+    middle.plot([], [], "s-", color="tab:green", markersize=5, label="P[i + δ]")
+    middle.plot([], [], "x", color="tab:red", markersize=7, markeredgewidth=1.5, zorder=3, label="M(δ) P[i]")
+    # The rows stay within -1 .. 1; the legend sits in a strip below them, so no line crosses it
+    # and it is never redrawn (the title gives i and i + δ).
+    middle.set_ylim(-1.5, 1.15)
     middle.set_yticks([-1, 0, 1])
-    middle.set_xlabel("column")
-    middle.legend(fontsize=7, loc="lower right")
-    middle.set_title(f"max |M P[i] - P[i+δ]| = {view['max_error']:.1e}", fontsize=9, y=1.01)
+    _column_label(middle)
+    middle.legend(fontsize=7, loc="lower center", ncols=3, borderpad=0.3, handletextpad=0.4, columnspacing=1.2)
 
-    right.imshow(view["shift_matrix"].numpy(), cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest")
-    right.set_title(f"shift matrix M(δ = {view['delta']})", fontsize=9, y=1.01)
+    right.imshow(view["shift_matrix"].numpy(), cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest",
+                 extent=(0, 1, 1, 0))
     right.set_xticks([])
     right.set_yticks([])
-    # Titles get a fixed height (y=1.01 above): matplotlib then skips placing them around the tick labels.
+    # Titles get a fixed height (y=1.01): matplotlib then skips placing them around the tick labels.
+    for axes in (left, middle, right):
+        axes.set_title(" ", fontsize=9, y=1.01)
     fig.subplots_adjust(left=0.06, right=0.99, bottom=0.15, top=0.9, wspace=0.3)
+    update_positional_figure(fig, view)
     return fig
+
+
+def _column_label(axes) -> None:
+    """The x label "column", placed where ``set_xlabel`` puts it but as a fixed text: the x
+    axis (which d changes) is redrawn on every move, and its own label would be redrawn with it."""
+    axes.annotate("column", xy=(0.5, 0), xycoords="axes fraction", xytext=(0, -21), textcoords="offset points",
+                  ha="center", va="top")
+
+
+def _show_columns(axes, dim: int) -> None:
+    """Columns 0 .. dim - 1 on ``axes``' x axis, with ticks at both ends."""
+    axes.set_xlim(-0.5, dim - 0.5)
+    axes.set_xticks([0, dim - 1])
+
+
+def update_positional_figure(fig, view: dict) -> list:
+    """Show ``view`` in a figure made by ``plot_positional``; returns the artists that changed.
+
+    d sets the range of the column axes: their x axes (ticks) are redrawn, not the
+    whole Axes; the position axis, the value axis and M's square stay fixed.
+    """
+    left, middle, right = fig.axes
+    dim, i = view["dim"], view["position"]
+    target = i + view["delta"]
+
+    (heat_map,) = left.images
+    heat_map.set_data(view["encoding"].numpy())
+    heat_map.set_extent((-0.5, dim - 0.5, len(view["encoding"]) - 0.5, -0.5))
+    _show_columns(left, dim)
+    row_i, row_target = left.lines
+    row_i.set_ydata([i, i])
+    row_target.set_ydata([target, target])
+    left.title.set_text(f"P  (d = {dim}, base = {view['base']:g})")
+
+    columns = range(dim)
+    p_position, p_target, p_shifted = middle.lines
+    p_position.set_data(columns, view["p_position"].numpy())
+    p_target.set_data(columns, view["p_target"].numpy())
+    p_shifted.set_data(columns, view["p_shifted"].numpy())
+    _show_columns(middle, dim)
+    middle.title.set_text(f"i = {i}, i + δ = {target}: max |M P[i] - P[i+δ]| = {view['max_error']:.1e}")
+
+    (shift_image,) = right.images
+    shift_image.set_data(view["shift_matrix"].numpy())
+    right.title.set_text(f"shift matrix M(δ = {view['delta']})")
+    return [
+        heat_map, left.xaxis, row_i, row_target, left.title,
+        p_position, p_target, p_shifted, middle.xaxis, middle.title,
+        shift_image, right.title,
+    ]
 
 
 def positional_explorer(position: int = 10, delta: int = 5, dim: int = 16, base: float = 10000.0,
@@ -96,9 +151,14 @@ def positional_explorer(position: int = 10, delta: int = 5, dim: int = 16, base:
         slider.min, slider.max = min(slider.min, -new), max(slider.max, last - new)
         slider.min, slider.max = -new, last - new
 
-    # Registered before figure_explorer's redraw, so the offset is valid when the figure is drawn.
+    # Registered before live_explorer's redraw, so the offset is valid when the figure is drawn.
     controls["position"].observe(keep_target_inside, names="value")
-    return figure_explorer(
-        controls,
-        lambda **values: plot_positional(positional_view(num_positions=num_positions, **values)),
+    # Built from the sliders' values: a slider clamps a value outside its range (e.g. delta).
+    figure = plot_positional(
+        positional_view(num_positions=num_positions, **{name: control.value for name, control in controls.items()})
     )
+
+    def update(figure, **values):
+        return update_positional_figure(figure, positional_view(num_positions=num_positions, **values))
+
+    return live_explorer(controls, figure, update)

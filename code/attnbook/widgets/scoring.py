@@ -6,8 +6,8 @@ from functools import lru_cache
 import matplotlib.pyplot as plt
 import torch
 
-from ..score_scaling import random_scores, softmax_statistics
-from ._live import figure_explorer
+from ..score_scaling import random_scores, softmax_jacobian, softmax_statistics
+from ._live import live_explorer
 
 DIMS = (4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
@@ -21,6 +21,25 @@ def _scores(dim: int, scaled: bool) -> torch.Tensor:
     if scaled:
         return _scores(dim, False) / math.sqrt(dim)
     return random_scores(dim, False, n_trials=256, n_keys=16, seed=0)
+
+
+@lru_cache(maxsize=1)
+def _all_scores() -> torch.Tensor:
+    """The scores of every D in ``DIMS``, scaled first then unscaled: (2, len(DIMS), 256, 16)."""
+    return torch.stack([torch.stack([_scores(dim, scaled) for dim in DIMS]) for scaled in (True, False)])
+
+
+@lru_cache(maxsize=64)
+def _gradient_curves(temperature: float) -> dict:
+    """For scaled True and False, the mean largest softmax-gradient entry at every D in ``DIMS``.
+
+    Each entry equals ``softmax_statistics(_scores(dim, scaled), temperature)["max_gradient"]``;
+    all 2 x len(DIMS) sets of scores go through the softmax in one batch, and each
+    temperature is computed once. Returns {True: tuple, False: tuple}, len(DIMS) floats each.
+    """
+    weights = torch.softmax(_all_scores() / temperature, dim=-1)
+    gradients = softmax_jacobian(weights).abs().amax(dim=(-2, -1)).mean(dim=-1)  # (2, len(DIMS))
+    return {scaled: tuple(row.tolist()) for scaled, row in zip((True, False), gradients)}
 
 
 def scoring_view(dim: int = 64, scaled: bool = True, temperature: float = 1.0) -> dict:
@@ -40,40 +59,64 @@ def scoring_view(dim: int = 64, scaled: bool = True, temperature: float = 1.0) -
         "stats": softmax_statistics(scores, temperature),
         "sorted_weights": torch.softmax(scores / temperature, dim=-1).sort(dim=-1, descending=True).values.mean(dim=0),
         "dims": DIMS,
-        "curves": {
-            flag: [softmax_statistics(_scores(d, flag), temperature)["max_gradient"] for d in DIMS]
-            for flag in (True, False)
-        },
+        "curves": {scaled: list(curve) for scaled, curve in _gradient_curves(temperature).items()},
     }
 
 
 def plot_scoring(view: dict):
-    """Mean sorted attention weights (left); largest softmax gradient vs D (right)."""
-    stats = view["stats"]
+    """Mean sorted attention weights (left); largest softmax gradient vs D (right).
+
+    Limits are fixed for every control value the explorer allows: weights lie in [0, 1],
+    and every entry of a softmax Jacobian, w_i (δ_ij - w_j), is at most 1/4 in size.
+    """
     fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.2))
     ranks = range(1, len(view["sorted_weights"]) + 1)
-    left.bar(ranks, view["sorted_weights"].numpy(), color="tab:red")
+    left.bar(ranks, [0.0] * len(ranks), color="tab:red")
+    left.set_xlim(-0.2, len(ranks) + 1.2)
     left.set_ylim(0, 1)
     left.set_xticks([1, 4, 8, 12, 16])
     left.set_xlabel("key, ranked by weight")
     left.set_ylabel("mean attention weight")
-    left.set_title(
-        f"D={view['dim']}, {'scaled' if view['scaled'] else 'unscaled'}, T={view['temperature']:.2g}: "
-        f"score var {stats['variance']:.3g}",
-        fontsize=9,
-    )
-    for flag, style in ((True, "o-"), (False, "s--")):
-        right.plot(view["dims"], view["curves"][flag], style, label="xᵀq/√D" if flag else "xᵀq")
-    right.plot([view["dim"]], [stats["max_gradient"]], "k*", markersize=14, label="current")
+    left.set_title(" ", fontsize=9)
+    for style, label in (("o-", "xᵀq/√D"), ("s--", "xᵀq")):
+        right.plot([], [], style, label=label)
+    right.plot([], [], "k*", markersize=14, label="current")
     right.set_xscale("log", base=2)
+    # The log-2 axis spans DIMS with a margin of 0.4 octave on each side.
+    right.set_xlim(2 ** (math.log2(min(view["dims"])) - 0.4), 2 ** (math.log2(max(view["dims"])) + 0.4))
     right.set_ylim(0, 0.26)
     right.set_xlabel("dimension D")
     right.set_ylabel("largest |∂softmax/∂score|")
-    right.set_title(f"max weight {stats['max_weight']:.2f}, entropy {stats['entropy']:.2f} nats", fontsize=9)
+    right.set_title(" ", fontsize=9)
     right.legend(fontsize=8)
     # Fixed margins: tight_layout would draw the whole figure once just to measure it.
     fig.subplots_adjust(left=0.08, right=0.98, bottom=0.16, top=0.9, wspace=0.3)
+    update_scoring_figure(fig, view)
     return fig
+
+
+def update_scoring_figure(fig, view: dict) -> list:
+    """Show ``view`` in a figure made by ``plot_scoring``; returns the artists that changed.
+
+    The bar heights, both gradient curves (they follow the temperature), the star at the
+    current D and both titles change; axes, ticks and the legend (listed: a curve may
+    cross it) stay as they are.
+    """
+    left, right = fig.axes
+    stats = view["stats"]
+    (weight_bars,) = left.containers
+    for bar, height in zip(weight_bars, view["sorted_weights"].tolist()):
+        bar.set_height(height)
+    left.title.set_text(
+        f"D={view['dim']}, {'scaled' if view['scaled'] else 'unscaled'}, T={view['temperature']:.2g}: "
+        f"score var {stats['variance']:.3g}"
+    )
+    scaled_curve, unscaled_curve, current = right.lines
+    scaled_curve.set_data(view["dims"], view["curves"][True])
+    unscaled_curve.set_data(view["dims"], view["curves"][False])
+    current.set_data([view["dim"]], [stats["max_gradient"]])
+    right.title.set_text(f"max weight {stats['max_weight']:.2f}, entropy {stats['entropy']:.2f} nats")
+    return [*weight_bars, left.title, scaled_curve, unscaled_curve, current, right.title, right.get_legend()]
 
 
 def scoring_explorer(dim: int = 64, scaled: bool = True, temperature: float = 1.0):
@@ -88,4 +131,9 @@ def scoring_explorer(dim: int = 64, scaled: bool = True, temperature: float = 1.
             continuous_update=False,
         ),
     }
-    return figure_explorer(controls, lambda **values: plot_scoring(scoring_view(**values)))
+    figure = plot_scoring(scoring_view(dim, scaled, temperature))
+
+    def update(figure, **values):
+        return update_scoring_figure(figure, scoring_view(**values))
+
+    return live_explorer(controls, figure, update)

@@ -14,7 +14,7 @@ import torch
 
 from ..positional import sinusoidal_encoding
 from ..self_attention import SelfAttention
-from ._live import figure_explorer
+from ._live import live_explorer
 
 DEFAULT_SENTENCE = "the cat sat on the mat"
 
@@ -103,30 +103,35 @@ def plot_self_attention(view: dict):
         ax.set_xticks([])
         ax.set_yticks([])
     left.set_xlabel("keys, in the same order", fontsize=8)
-    return update_self_attention_figure(fig, view)
+    update_self_attention_figure(fig, view)
+    return fig
 
 
-def update_self_attention_figure(fig, view: dict):
-    """Redraw a figure made by ``plot_self_attention`` for a new view of the same sentence.
+def update_self_attention_figure(fig, view: dict) -> list:
+    """Show ``view`` in a figure made by ``plot_self_attention`` for the same sentence; returns the changed artists.
 
-    Only data, colours and titles change (no new axes, no layout pass), which keeps
-    an explorer update fast. Returns ``fig``.
+    Only data, colours and titles change (no new axes, no layout pass): the matrix
+    image (n, n), the frame round the chosen row, the n bars and both titles, the
+    same artists in the same order for every view of the sentence.
     """
     left, right = fig.axes
     token, n = view["token"], len(view["tokens"])
     if len(right.patches) != n:
         raise ValueError(f"figure has {len(right.patches)} bars but the view has {n} tokens")
-    left.images[0].set_data(view["weights"].numpy())
-    left.patches[0].set_y(token - 0.5)
+    (image,) = left.images
+    image.set_data(view["weights"].numpy())
+    (frame,) = left.patches
+    frame.set_y(token - 0.5)
     left.set_title("attention matrix, " + ("with positions" if view["positions"] else "no positions"), fontsize=9)
-    for j, (bar, height) in enumerate(zip(right.patches, view["row"].tolist())):
+    bars = list(right.patches)
+    for j, (bar, height) in enumerate(zip(bars, view["row"].tolist())):
         bar.set_height(height)
         bar.set_color("tab:red" if j in view["copies"] else "tab:gray")
     title = f"attention row of {token}:{view['tokens'][token]}"
     if len(view["copies"]) > 1:
         title += f"; its copies' rows differ by {view['copy_gap']:.3f}"
     right.set_title(title, fontsize=9)
-    return fig
+    return [image, frame, left.title, *bars, right.title]
 
 
 def self_attention_explorer(sentence: str = DEFAULT_SENTENCE, token: int = 0, positions: bool = False):
@@ -143,7 +148,7 @@ def self_attention_explorer(sentence: str = DEFAULT_SENTENCE, token: int = 0, po
     }
     figure = plot_self_attention(self_attention_view(sentence, token, positions))
 
-    def draw(**values):  # one figure, updated in place: no new axes per move
+    def update(figure, **values):  # one figure; only the matrix, the bars and the titles are drawn again
         return update_self_attention_figure(figure, self_attention_view(sentence, **values))
 
-    return figure_explorer(controls, draw)
+    return live_explorer(controls, figure, update)

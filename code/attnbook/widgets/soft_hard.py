@@ -7,7 +7,7 @@ import torch
 
 from ..attention import attention, hard_attention
 from ..scoring import dot_score
-from ._live import figure_explorer
+from ._live import live_explorer
 
 KEY_ANGLES = (20.0, 95.0, 150.0, 230.0, 300.0)  # degrees; five keys on the unit circle
 KEY_VALUES = (1.0, 2.0, 3.0, 4.0, 5.0)  # value n + 1 belongs to key n
@@ -65,32 +65,40 @@ def soft_hard_view(angle: float = 60.0, length: float = 3.0, n_samples: int = 20
 
 
 def plot_soft_hard(view: dict):
-    """The keys and the query (left), outputs over a full turn (middle), weights vs samples (right)."""
+    """The keys and the query (left), outputs over a full turn (middle), weights vs samples (right).
+
+    The keys and values are the fixed ``circle_keys``; the limits are fixed too (the
+    argmax curve always runs over all five values, 1 to 5, and weights and frequencies
+    lie in [0, 1]).
+    """
     fig, (geo, curve, bars) = plt.subplots(1, 3, figsize=(11, 3.3), gridspec_kw={"width_ratios": [1, 1.4, 1.2]})
     circle = torch.linspace(0, 2 * math.pi, 200)
     geo.plot(circle.cos().numpy(), circle.sin().numpy(), color="0.85")
     keys, values = view["keys"], view["values"]
-    geo.scatter(keys[:, 0].numpy(), keys[:, 1].numpy(), s=(300 * view["weights"] + 20).numpy(), color="tab:red", zorder=3)
+    geo.scatter(keys[:, 0].numpy(), keys[:, 1].numpy(), s=20, color="tab:red", zorder=3)
+    # Labels far enough out that a key's dot, however large, never covers its label.
     for (x, y), v in zip(keys.tolist(), values.tolist()):
-        geo.annotate(f"v={v:g}", (1.25 * x, 1.25 * y), ha="center", va="center", fontsize=8)
-    direction = view["query"] / view["query"].norm()
-    geo.arrow(0, 0, 0.8 * direction[0].item(), 0.8 * direction[1].item(), width=0.03, color="tab:blue")
+        geo.annotate(f"v={v:g}", (1.4 * x, 1.4 * y), ha="center", va="center", fontsize=8)
+    geo.arrow(0, 0, 0.8, 0, width=0.03, color="tab:blue")
     geo.set_xlim(-1.6, 1.6)
     geo.set_ylim(-1.6, 1.6)
     geo.set_aspect("equal")
     geo.axis("off")
-    geo.set_title(f"query at {view['angle']:.0f}°", fontsize=9)
-    curve.plot(view["angles"].numpy(), view["soft_curve"].numpy(), label="soft (expectation)")
-    curve.plot(view["angles"].numpy(), view["argmax_curve"].numpy(), label="hard (argmax)")
+    geo.spines[:].set_visible(False)  # axis("off") hides them in a full draw only, not when blitted
+    geo.set_title(" ", fontsize=9)
+    curve.plot([], [], label="soft (expectation)")
+    curve.plot([], [], label="hard (argmax)")
     curve.axvline(view["angle"], color="k", lw=0.8)
+    curve.set_xlim(-18, 378)  # 0 to 360 degrees with a 5% margin
+    curve.set_ylim(min(KEY_VALUES) - 0.2, max(KEY_VALUES) + 0.2)
     curve.set_xlabel("query angle (degrees)")
     curve.set_ylabel("output")
-    curve.set_title(f"soft {view['soft_output']:.2f}, argmax {view['argmax_output']:.0f}", fontsize=9)
+    curve.set_title(" ", fontsize=9)
     curve.legend(fontsize=8)
     positions = torch.arange(len(values), dtype=torch.float64).numpy()
-    counts = view["sample_counts"]
-    bars.bar(positions - 0.2, view["weights"].numpy(), width=0.4, label="weights α")
-    bars.bar(positions + 0.2, (counts / counts.sum()).numpy(), width=0.4, label=f"{int(counts.sum())} samples")
+    zeros = [0.0] * len(values)
+    bars.bar(positions - 0.2, zeros, width=0.4, label="weights α")
+    bars.bar(positions + 0.2, zeros, width=0.4, label="samples")
     bars.set_xticks(positions.tolist(), labels=[f"{v:g}" for v in values.tolist()])
     bars.set_xlabel("value of the key")
     bars.set_ylim(0, 1)
@@ -98,7 +106,43 @@ def plot_soft_hard(view: dict):
     bars.legend(fontsize=8)
     # Fixed margins: tight_layout would draw the whole figure once just to measure it.
     fig.subplots_adjust(left=0.01, right=0.99, bottom=0.16, top=0.9, wspace=0.25)
+    update_soft_hard_figure(fig, view)
     return fig
+
+
+def update_soft_hard_figure(fig, view: dict) -> list:
+    """Show ``view`` in a figure made by ``plot_soft_hard``; returns the artists that changed.
+
+    Changed: the key dots' sizes (they grow with the weights), the query arrow, the
+    curves and the line at the current angle, both sets of bars, two titles and the two
+    legends (listed: a curve, the line or a bar may cross them; the right one's label
+    gives the number of samples).
+    """
+    geo, curve, bars = fig.axes
+    (key_dots,) = geo.collections
+    key_dots.set_sizes((300 * view["weights"] + 20).numpy())
+    (query_arrow,) = geo.patches
+    direction = view["query"] / view["query"].norm()
+    query_arrow.set_data(dx=0.8 * direction[0].item(), dy=0.8 * direction[1].item())
+    geo.title.set_text(f"query at {view['angle']:.0f}°")
+    soft_line, argmax_line, current_angle = curve.lines
+    soft_line.set_data(view["angles"].numpy(), view["soft_curve"].numpy())
+    argmax_line.set_data(view["angles"].numpy(), view["argmax_curve"].numpy())
+    current_angle.set_xdata([view["angle"], view["angle"]])
+    curve.title.set_text(f"soft {view['soft_output']:.2f}, argmax {view['argmax_output']:.0f}")
+    weight_bars, sample_bars = bars.containers
+    counts = view["sample_counts"]
+    for bar, height in zip(weight_bars, view["weights"].tolist()):
+        bar.set_height(height)
+    for bar, height in zip(sample_bars, (counts / counts.sum()).tolist()):
+        bar.set_height(height)
+    bars_legend = bars.get_legend()
+    bars_legend.get_texts()[1].set_text(f"{int(counts.sum())} samples")
+    return [
+        key_dots, query_arrow, geo.title,
+        soft_line, argmax_line, current_angle, curve.title, curve.get_legend(),
+        *weight_bars, *sample_bars, bars_legend,
+    ]
 
 
 def soft_hard_explorer(angle: float = 60.0, length: float = 3.0):
@@ -111,4 +155,9 @@ def soft_hard_explorer(angle: float = 60.0, length: float = 3.0):
             value=length, min=0.5, max=10, step=0.5, description="|q|", continuous_update=False
         ),
     }
-    return figure_explorer(controls, lambda **values: plot_soft_hard(soft_hard_view(**values)))
+    figure = plot_soft_hard(soft_hard_view(angle, length))
+
+    def update(figure, **values):
+        return update_soft_hard_figure(figure, soft_hard_view(**values))
+
+    return live_explorer(controls, figure, update)

@@ -5,7 +5,7 @@ import torch
 
 from ..classifier import VOCAB, encode
 from ..threads import single_thread
-from ._live import figure_explorer
+from ._live import live_explorer
 
 
 def cls_attention_view(model, text: str = "cdAefgBh", layer: int = 0, head: int = 0) -> dict:
@@ -45,30 +45,61 @@ def cls_attention_view(model, text: str = "cdAefgBh", layer: int = 0, head: int 
 
 def plot_cls_attention(view: dict):
     """The head's attention map, queries x keys, labelled with the tokens."""
-    n = len(view["tokens"])
     fig = plt.figure(figsize=(4.2, 4.4), dpi=80)
     ax = fig.add_axes((0.15, 0.15, 0.83, 0.73))
-    ax.imshow(view["weights"].numpy(), cmap="Reds", vmin=0, vmax=1)
-    # Token labels as plain text: much faster to draw than n tick objects per axis.
-    ax.set_xticks([])
+    ax.set_xticks([])  # token labels are plain text: much faster to draw than n tick objects per axis
     ax.set_yticks([])
-    fontsize = 8 if n <= 24 else 6
-    for i, token in enumerate(view["tokens"]):
-        ax.text(i, n - 0.3, token, rotation=90, ha="center", va="top", fontsize=fontsize)
-        ax.text(-0.8, i, token, ha="right", va="center", fontsize=fontsize)
     ax.set_xlabel("keys (white = 0, dark red = 1)", fontsize=8, labelpad=30)
     ax.set_ylabel("queries", fontsize=8, labelpad=30)
+    update_cls_attention_figure(fig, view)
+    return fig
+
+
+def _shows_tokens(ax, tokens: list) -> bool:
+    """Are ``tokens`` the labels ``ax`` shows (column labels first, then row labels)?"""
+    return [label.get_text() for label in ax.texts] == tokens + tokens
+
+
+def _show_tokens(ax, tokens: list) -> None:
+    """Label the map's n columns and rows with ``tokens`` and make a new, empty (n, n) image for it."""
+    n = len(tokens)
+    for artist in (*ax.texts, *ax.images):
+        artist.remove()
+    ax.imshow(torch.zeros(n, n).numpy(), cmap="Reds", vmin=0, vmax=1)  # sets the limits to the n x n cells
+    fontsize = 8 if n <= 24 else 6
+    for i, token in enumerate(tokens):
+        ax.text(i, n - 0.3, token, rotation=90, ha="center", va="top", fontsize=fontsize)
+    for i, token in enumerate(tokens):
+        ax.text(-0.8, i, token, ha="right", va="center", fontsize=fontsize)
+
+
+def update_cls_attention_figure(fig, view: dict) -> list:
+    """Show ``view`` in a figure made by ``plot_cls_attention``; returns the artists that changed.
+
+    Another layer or head changes the image (n, n) and the title: those two are
+    returned. Other tokens first relabel the map and give it a new image
+    (``_show_tokens``): the returned image is then a new artist, which tells the live
+    figure to draw everything else again too.
+    """
+    (ax,) = fig.axes
+    if not _shows_tokens(ax, view["tokens"]):
+        _show_tokens(ax, view["tokens"])
+    (image,) = ax.images
+    image.set_data(view["weights"].numpy())
     answer = {None: "undefined", True: "yes", False: "no"}[view["answer"]]
     ax.set_title(
         f"layer {view['layer']}, head {view['head']}: "
         f"P(A before B) = {view['prob_before']:.3f}\n(true answer: {answer})",
         fontsize=9,
     )
-    return fig
+    return [image, ax.title]
 
 
 def cls_attention_explorer(model, text: str = "cdAefgBh", layer: int = 0, head: int = 0):
-    """A text box for the input and sliders for layer and head; redraws the attention map."""
+    """A text box for the input and sliders for layer and head; redraws the attention map.
+
+    Moving a slider redraws only the map and its title; new tokens redraw the whole figure.
+    """
     import ipywidgets as widgets
 
     num_layers = len(model.encoder.blocks)
@@ -79,4 +110,7 @@ def cls_attention_explorer(model, text: str = "cdAefgBh", layer: int = 0, head: 
         "head": widgets.IntSlider(value=head, min=0, max=num_heads - 1, description="head", continuous_update=False),
     }
 
-    return figure_explorer(controls, lambda **values: plot_cls_attention(cls_attention_view(model, **values)))
+    def update(figure, **values):
+        return update_cls_attention_figure(figure, cls_attention_view(model, **values))
+
+    return live_explorer(controls, plot_cls_attention(cls_attention_view(model, text, layer, head)), update)

@@ -1,0 +1,118 @@
+"""Every explorer, moved from code: what it shows after each move is the full figure of that state.
+
+The live explorers draw a figure in full once and afterwards redraw only the artists
+an update reports as changed (``attnbook.widgets._live.LiveFigure``). An update that
+forgets to report an artist leaves it stale on screen; one that changes an axis' limits
+without reporting the axes leaves old tick labels. Both show up here as pixels that
+differ from a fresh full draw of the same figure.
+"""
+
+import base64
+import io
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from PIL import Image  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "benchmarks"))
+
+import bench_widgets  # noqa: E402  (finds the explorers and their moves, as the benchmark does)
+
+from attnbook.widgets._live import LiveFigure, live_explorer  # noqa: E402
+
+
+def pixels(output: dict) -> np.ndarray:
+    png = base64.b64decode(output["data"]["image/png"])
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=np.int16)
+
+
+def differing_fraction(a: dict, b: dict) -> float:
+    """Fraction of pixels whose colour differs by more than 40 (of 255) in some channel."""
+    first, second = pixels(a), pixels(b)
+    assert first.shape == second.shape
+    return float((np.abs(first - second).max(axis=-1) > 40).mean())
+
+
+EXPLORERS = [
+    (module_name, builder_name)
+    for module_name in bench_widgets.widget_modules()
+    for builder_name in bench_widgets.explorer_builders(__import__("importlib").import_module(module_name))
+]
+
+
+@pytest.mark.parametrize("module_name, builder_name", EXPLORERS, ids=[b for _, b in EXPLORERS])
+def test_every_move_shows_what_a_full_draw_shows(module_name, builder_name):
+    import importlib
+
+    module = importlib.import_module(module_name)
+    box, _ = bench_widgets.build_explorer(module, getattr(module, builder_name))
+    live = getattr(box, "live_figure", None)
+    assert isinstance(live, LiveFigure), f"{builder_name} does not redraw in place (live_explorer)"
+    output = box.children[1]
+    moves = 0
+    for control in bench_widgets.explorer_controls(box):
+        start = control.value
+        for value in bench_widgets.control_moves(control) + [start]:
+            before = output.outputs
+            control.value = value
+            (shown,) = output.outputs
+            if value != start:
+                assert output.outputs != before, f"moving {control.description!r} to {value!r} changed nothing"
+            fraction = differing_fraction(shown, live.full_output())
+            assert fraction < 0.0005, f"after {control.description!r} = {value!r}: {fraction:.2%} of pixels differ"
+            moves += 1
+    assert moves >= 2
+
+
+def test_a_forgotten_artist_is_caught():
+    """The check above can fail: an update that does not report its title leaves the old one."""
+    import ipywidgets as widgets
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(3, 2))
+    (line,) = ax.plot([0, 1], [0, 0])
+    ax.set_ylim(-1, 1)
+
+    def update(figure, height):
+        line.set_ydata([height, height])
+        ax.set_title(f"height {height:.1f} " + "#" * int(10 * height + 10))
+        return [line]  # the title is missing
+
+    box = live_explorer({"height": widgets.FloatSlider(value=0.0, min=-1, max=1, step=0.5)}, fig, update)
+    box.children[0].children[0].value = 0.5
+    assert differing_fraction(box.children[1].outputs[0], box.live_figure.full_output()) > 0.0005
+
+
+def test_input_the_code_rejects_shows_its_message_and_the_next_move_recovers(monkeypatch):
+    import ipywidgets as widgets
+    import matplotlib.pyplot as plt
+
+    import attnbook.widgets._live as live_module
+
+    fig, ax = plt.subplots(figsize=(3, 2))
+    bars = ax.bar(range(3), [0, 0, 0])
+    ax.set_ylim(0, 10)
+
+    def update(figure, text):
+        heights = [float(part) for part in text.split(",")]  # "x" -> ValueError
+        if len(heights) != 3:
+            raise ValueError(f"need 3 numbers, got {len(heights)}")
+        for bar, height in zip(bars, heights):
+            bar.set_height(height)
+        return list(bars)
+
+    shown = []
+    monkeypatch.setattr(live_module, "message_figure", lambda message: shown.append(message) or plt.figure())
+    box = live_explorer({"text": widgets.Text(value="1, 2, 3")}, fig, update)
+    text, output = box.children[0].children[0], box.children[1]
+    text.value = "1, 2"
+    assert shown == ["need 3 numbers, got 2"]
+    text.value = "4, 5, 6"
+    assert [bar.get_height() for bar in bars] == [4.0, 5.0, 6.0]
+    assert differing_fraction(output.outputs[0], box.live_figure.full_output()) == 0.0
