@@ -91,6 +91,10 @@ def lab(tmp_path_factory):
     env = dict(os.environ)
     for name in ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR"):
         env[name] = str(home / name.lower())
+    # No "get notified about Jupyter news?" toast (it would fetch news from jupyter.org if accepted).
+    settings = home / "jupyter_config_dir" / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True)
+    (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false", "checkForUpdates": false}')
     process = subprocess.Popen(
         [jupyter, "lab", "--allow-root", "--no-browser", f"--IdentityProvider.token={token}",
          "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
