@@ -129,34 +129,17 @@ def test_update_changes_the_map_and_title_and_relabels_only_for_new_tokens():
 
 
 def test_explorer_shows_the_figure_of_the_current_controls():
-    import base64
-    import io
-
-    import numpy as np
-    from PIL import Image
-
-    from attnbook.widgets._live import figure_output
-
-    def pixels(output):
-        return np.asarray(Image.open(io.BytesIO(base64.b64decode(output["data"]["image/png"]))).convert("L"), float)
-
-    def drawn_in_full(view):
-        figure = plot_cls_attention(view)
-        try:
-            return pixels(figure_output(figure))
-        finally:
-            plt.close(figure)
+    from _pixels import differing_pixels, drawn_in_full
 
     model = _model()
     box = cls_attention_explorer(model, text="cdAefgBh", layer=0, head=1)
     text, layer, head = box.children[0].children
     for tokens, at_layer, at_head in (("cdAefgBh", 1, 3), ("AcB", 1, 3), ("AcB", 0, 2)):
         text.value, layer.value, head.value = tokens, at_layer, at_head
-        shown = pixels(box.children[1].outputs[0])
-        expected = drawn_in_full(cls_attention_view(model, tokens, at_layer, at_head))
-        other = drawn_in_full(cls_attention_view(model, tokens, at_layer, (at_head + 1) % 4))
-        # The same pixels as a full draw (a little antialiasing apart), and a test that could fail.
-        assert (np.abs(shown - expected) > 40).sum() == 0 < (np.abs(other - expected) > 40).sum()
+        expected = drawn_in_full(plot_cls_attention, cls_attention_view(model, tokens, at_layer, at_head))
+        other = drawn_in_full(plot_cls_attention, cls_attention_view(model, tokens, at_layer, (at_head + 1) % 4))
+        # The same pixels as a full draw of a fresh figure, and a test that could fail.
+        assert differing_pixels(box.children[1].outputs[0], expected) == 0 < differing_pixels(other, expected)
 
 
 def test_vocabulary():

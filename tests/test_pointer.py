@@ -401,29 +401,10 @@ def test_update_moves_the_step_markers_and_redraws_all_only_for_new_numbers():
     plt.close(fig)
 
 
-def _png_pixels(output):
-    import base64
-    import io
-
-    import numpy as np
-    from PIL import Image
-
-    return np.asarray(Image.open(io.BytesIO(base64.b64decode(output["data"]["image/png"]))).convert("L"), float)
-
-
 def test_explorer_step_slider_counts_from_one_like_the_figure():
-    import matplotlib.pyplot as plt
-    import numpy as np
+    from _pixels import differing_pixels, drawn_in_full
 
-    from attnbook.widgets._live import figure_output
     from attnbook.widgets.pointer import plot_pointer, pointer_explorer, pointer_view
-
-    def drawn_in_full(text, step):
-        figure = plot_pointer(pointer_view(text), step=step)
-        try:
-            return _png_pixels(figure_output(figure))
-        finally:
-            plt.close(figure)
 
     box = pointer_explorer("20, 5, 10")
     text, step = box.children[0].children
@@ -434,11 +415,10 @@ def test_explorer_step_slider_counts_from_one_like_the_figure():
     for numbers, at in (("9 1 7 3 5 2 8 4", 5), ("20, 5, 10", 2)):  # new numbers redraw all; a step only its markers
         text.value = numbers
         step.value = at
-        shown = _png_pixels(box.children[1].outputs[0])
-        expected, other = drawn_in_full(numbers, at - 1), drawn_in_full(numbers, at % 3)
-        assert shown.shape == expected.shape
-        # The same pixels as a full draw (a little antialiasing apart), and a test that could fail.
-        assert (np.abs(shown - expected) > 40).sum() == 0 < (np.abs(other - expected) > 40).sum()
+        expected = drawn_in_full(plot_pointer, pointer_view(numbers), step=at - 1)
+        other = drawn_in_full(plot_pointer, pointer_view(numbers), step=at % 3)
+        # The same pixels as a full draw of a fresh figure, and a test that could fail.
+        assert differing_pixels(box.children[1].outputs[0], expected) == 0 < differing_pixels(other, expected)
 
 
 def test_explorer_shows_bad_numbers_as_a_message_and_recovers():

@@ -316,32 +316,15 @@ def test_figure_updates_in_place_and_returns_the_same_artists():
 
 
 def test_explorer_shows_the_figure_of_the_current_controls():
-    import base64
-    import io
+    from _pixels import differing_pixels, drawn_in_full
 
-    import matplotlib.pyplot as plt
-    import numpy as np
-    from PIL import Image
-
-    from attnbook.widgets._live import figure_output
     from attnbook.widgets.self_attention import self_attention_explorer
-
-    def pixels(output):
-        return np.asarray(Image.open(io.BytesIO(base64.b64decode(output["data"]["image/png"]))).convert("L"), float)
-
-    def drawn_in_full(view):
-        figure = plot_self_attention(view)
-        try:
-            return pixels(figure_output(figure))
-        finally:
-            plt.close(figure)
 
     box = self_attention_explorer("the cat sat on the mat", token=0)
     token, positions = box.children[0].children
     token.value = 4
     positions.value = True
-    shown = pixels(box.children[1].outputs[0])
-    expected = drawn_in_full(self_attention_view(token=4, positions=True))
-    other = drawn_in_full(self_attention_view(token=4, positions=False))
-    # The same pixels as a full draw (a little antialiasing apart), and a test that could fail.
-    assert (np.abs(shown - expected) > 40).sum() == 0 < (np.abs(other - expected) > 40).sum()
+    expected = drawn_in_full(plot_self_attention, self_attention_view(token=4, positions=True))
+    other = drawn_in_full(plot_self_attention, self_attention_view(token=4, positions=False))
+    # The same pixels as a full draw of a fresh figure, and a test that could fail.
+    assert differing_pixels(box.children[1].outputs[0], expected) == 0 < differing_pixels(other, expected)

@@ -7,8 +7,7 @@ without reporting the axes leaves old tick labels. Both show up here as pixels t
 differ from a fresh full draw of the same figure.
 """
 
-import base64
-import io
+import importlib
 import sys
 from pathlib import Path
 
@@ -16,9 +15,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-from PIL import Image  # noqa: E402
+from _pixels import differing_pixels, pixels  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "benchmarks"))
 
@@ -27,29 +25,20 @@ import bench_widgets  # noqa: E402  (finds the explorers and their moves, as the
 from attnbook.widgets._live import LiveFigure, live_explorer  # noqa: E402
 
 
-def pixels(output: dict) -> np.ndarray:
-    png = base64.b64decode(output["data"]["image/png"])
-    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=np.int16)
-
-
 def differing_fraction(a: dict, b: dict) -> float:
-    """Fraction of pixels whose colour differs by more than 40 (of 255) in some channel."""
-    first, second = pixels(a), pixels(b)
-    assert first.shape == second.shape
-    return float((np.abs(first - second).max(axis=-1) > 40).mean())
+    """Fraction of the pixels of two same-size outputs that differ (see ``_pixels``)."""
+    return differing_pixels(a, b) / pixels(a)[..., 0].size
 
 
 EXPLORERS = [
     (module_name, builder_name)
     for module_name in bench_widgets.widget_modules()
-    for builder_name in bench_widgets.explorer_builders(__import__("importlib").import_module(module_name))
+    for builder_name in bench_widgets.explorer_builders(importlib.import_module(module_name))
 ]
 
 
 @pytest.mark.parametrize("module_name, builder_name", EXPLORERS, ids=[b for _, b in EXPLORERS])
 def test_every_move_shows_what_a_full_draw_shows(module_name, builder_name):
-    import importlib
-
     module = importlib.import_module(module_name)
     box, _ = bench_widgets.build_explorer(module, getattr(module, builder_name))
     live = getattr(box, "live_figure", None)
@@ -68,6 +57,25 @@ def test_every_move_shows_what_a_full_draw_shows(module_name, builder_name):
             assert fraction < 0.0005, f"after {control.description!r} = {value!r}: {fraction:.2%} of pixels differ"
             moves += 1
     assert moves >= 2
+
+
+@pytest.mark.parametrize("module_name, builder_name", EXPLORERS, ids=[b for _, b in EXPLORERS])
+def test_slider_moves_never_redraw_the_whole_figure(module_name, builder_name, monkeypatch):
+    """Only a typed input (which may change the figure's size) may draw everything again."""
+    import ipywidgets as widgets
+
+    module = importlib.import_module(module_name)
+    box, _ = bench_widgets.build_explorer(module, getattr(module, builder_name))
+    full_draws = []
+    redraw = LiveFigure._draw_background
+    monkeypatch.setattr(LiveFigure, "_draw_background", lambda self, changing: full_draws.append(1) or redraw(self, changing))
+    for control in bench_widgets.explorer_controls(box):
+        if isinstance(control, widgets.Text):
+            continue
+        start = control.value
+        for value in bench_widgets.control_moves(control) + [start]:
+            control.value = value
+            assert not full_draws, f"moving {control.description!r} to {value!r} redrew the whole figure"
 
 
 def test_a_forgotten_artist_is_caught():
