@@ -84,7 +84,7 @@ def build_explorer(module, builder):
 
 
 def explorer_controls(box) -> list:
-    """The controls of a box made by ``figure_explorer``/``live_explorer``: VBox[HBox(controls), Output]."""
+    """The controls of a box made by ``live_explorer``: VBox[HBox(controls), Output]."""
     return list(box.children[0].children)
 
 
