@@ -87,12 +87,13 @@ def test_a_forgotten_artist_is_caught():
     (line,) = ax.plot([0, 1], [0, 0])
     ax.set_ylim(-1, 1)
 
-    def update(figure, height):
+    def update(figure, height):  # the view is the slider's value itself
         line.set_ydata([height, height])
         ax.set_title(f"height {height:.1f} " + "#" * int(10 * height + 10))
         return [line]  # the title is missing
 
-    box = live_explorer({"height": widgets.FloatSlider(value=0.0, min=-1, max=1, step=0.5)}, fig, update)
+    slider = widgets.FloatSlider(value=0.0, min=-1, max=1, step=0.5)
+    box = live_explorer({"height": slider}, lambda height: height, lambda height: fig, update)
     box.children[0].children[0].value = 0.5
     assert differing_fraction(box.children[1].outputs[0], box.live_figure.full_output()) > 0.0005
 
@@ -107,17 +108,20 @@ def test_input_the_code_rejects_shows_its_message_and_the_next_move_recovers(mon
     bars = ax.bar(range(3), [0, 0, 0])
     ax.set_ylim(0, 10)
 
-    def update(figure, text):
+    def view(text):
         heights = [float(part) for part in text.split(",")]  # "x" -> ValueError
         if len(heights) != 3:
             raise ValueError(f"need 3 numbers, got {len(heights)}")
+        return heights
+
+    def update(figure, heights):
         for bar, height in zip(bars, heights):
             bar.set_height(height)
         return list(bars)
 
     shown = []
     monkeypatch.setattr(live_module, "message_figure", lambda message: shown.append(message) or plt.figure())
-    box = live_explorer({"text": widgets.Text(value="1, 2, 3")}, fig, update)
+    box = live_explorer({"text": widgets.Text(value="1, 2, 3")}, view, lambda heights: fig, update)
     text, output = box.children[0].children[0], box.children[1]
     text.value = "1, 2"
     assert shown == ["need 3 numbers, got 2"]

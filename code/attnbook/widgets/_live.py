@@ -1,8 +1,9 @@
 """The builder every explorer uses: controls above, a figure below that follows them.
 
-``live_explorer(controls, figure, update)``: the figure is built once and drawn in
-full once; a move of a control calls ``update``, which changes some artists' data and
-returns them, and only those are drawn again over a saved copy of the rest
+``live_explorer(controls, view, plot, update)``: the figure is built once (``plot``) and
+drawn in full once; a move of a control computes a new ``view`` and calls ``update``,
+which changes some artists' data and returns them, and only those are drawn again over
+a saved copy of the rest
 (matplotlib's *blitting*). Axes, tick labels and legends that do not change are never
 redrawn, and they are what costs the most: rendering text is most of a full draw
 (60-170 ms for the book's figures, against 10-40 ms for a blitted move).
@@ -82,10 +83,10 @@ def _message_output(error: ValueError) -> dict:
 class LiveFigure:
     """A figure drawn in full once, then redrawn only where ``update`` changes it.
 
-    ``update(figure, **values)`` sets new data on existing artists and returns the
-    list of artists it changed (a whole Axes counts as one artist: list it when its
-    limits or tick labels change). ``render(**values)`` applies the update and returns
-    the PNG output. The first render, and any render whose list of changed artists
+    ``update(figure, view)`` shows ``view`` by setting new data on existing artists and
+    returns the list of artists it changed (a whole Axes counts as one artist: list it
+    when its limits or tick labels change). ``render(view)`` applies the update and
+    returns the PNG output. The first render, and any render whose list of changed artists
     differs from the previous one, draws the unchanged rest in full and keeps a copy of
     its pixels; every other render restores that copy and draws only the changed
     artists on top, in z-order, with the spines (frames) of their axes. So an update
@@ -124,10 +125,8 @@ class LiveFigure:
             spine for ax in axes.values() if ax.axison for spine in ax.spines.values() if spine.get_visible()
         ]
 
-    def render(self, **values) -> dict:
-        # The views compute on small tensors: one thread never waits for another on a busy machine.
-        with single_thread():
-            changing = list(self.update(self.figure, **values))
+    def render(self, view) -> dict:
+        changing = list(self.update(self.figure, view))
         if self.background is None or [id(a) for a in changing] != [id(a) for a in self.changing]:
             self._draw_background(changing)
         canvas = self.figure.canvas
@@ -147,33 +146,39 @@ class LiveFigure:
                 artist.set_animated(True)
 
 
-def live_explorer(controls: dict, figure, update):
-    """A VBox of ipywidgets ``controls`` (name -> widget) over an Output showing ``figure``.
+def live_explorer(controls: dict, view, plot, update):
+    """A VBox of ipywidgets ``controls`` (name -> widget) over an Output showing their figure.
 
-    ``update(figure, **values)`` shows the controls' values in ``figure`` and returns the
-    artists it changed (see ``LiveFigure``); it runs for the current values and again
-    whenever a control changes. A ``ValueError`` from it (input the reader typed that the
-    book's code rejects) is shown as its message instead. The new picture replaces the
-    old one in a single update, so nothing flickers, and the same code works in a
-    kernel, in a test, and in the saved widget state. The box keeps its ``LiveFigure``
-    as ``box.live_figure``.
+    ``view(**values)`` computes what to show for the controls' values (a dict);
+    ``plot(view)`` builds the figure, once, for the controls' first values; and
+    ``update(figure, view)`` shows a new view in it and returns the artists it changed
+    (see ``LiveFigure``). Each move of a control computes the view once and redraws. A
+    ``ValueError`` from ``view`` (input the reader typed that the book's code rejects)
+    is shown as its message instead. The new picture replaces the old one in a single
+    update, so nothing flickers, and the same code works in a kernel, in a test, and in
+    the saved widget state. The box keeps its ``LiveFigure`` as ``box.live_figure``.
     """
     import ipywidgets as widgets
 
-    live_figure = LiveFigure(figure, update)
+    def current_view():
+        # Views compute on small tensors: one thread never waits for another on a busy machine.
+        with single_thread():
+            return view(**{name: control.value for name, control in controls.items()})
+
+    first = current_view()  # from the widgets' values, which a slider may have clamped
+    live_figure = LiveFigure(plot(first), update)
     output = widgets.Output()
 
     def redraw(_change=None):
-        values = {name: control.value for name, control in controls.items()}
         try:
-            shown = live_figure.render(**values)
+            shown = live_figure.render(current_view())
         except ValueError as error:
             shown = _message_output(error)
         output.outputs = (shown,)
 
     for control in controls.values():
         control.observe(redraw, names="value")
-    redraw()
+    output.outputs = (live_figure.render(first),)
     box = widgets.VBox([widgets.HBox(list(controls.values())), output])
     box.live_figure = live_figure
     return box

@@ -89,9 +89,4 @@ def kernel_regression_explorer(bandwidth: float = 0.5, n_train: int = 50):
             continuous_update=False, style={"description_width": "initial"},
         ),
     }
-    figure = plot_kernel_regression(kernel_regression_view(bandwidth, n_train))
-
-    def update(figure, **values):
-        return update_kernel_regression_figure(figure, kernel_regression_view(**values))
-
-    return live_explorer(controls, figure, update)
+    return live_explorer(controls, kernel_regression_view, plot_kernel_regression, update_kernel_regression_figure)

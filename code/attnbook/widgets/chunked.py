@@ -155,9 +155,4 @@ def chunked_explorer(n: int = 4096, chunk_size: int = 512):
             options=CHUNK_SIZES, value=chunk_size, description="chunk size", continuous_update=False
         ),
     }
-    figure = plot_chunked(chunked_view(n, chunk_size))
-
-    def update(figure, **values):
-        return update_chunked_figure(figure, chunked_view(**values))
-
-    return live_explorer(controls, figure, update)
+    return live_explorer(controls, chunked_view, plot_chunked, update_chunked_figure)

@@ -169,9 +169,4 @@ def multihead_explorer(num_heads: int = 4, head: int = 0):
 
     heads.observe(fit_slider, names="value")
     controls = {"num_heads": heads, "head": chosen}
-    figure = plot_multihead(multihead_view(num_heads, head))
-
-    def update(figure, **values):
-        return update_multihead_figure(figure, multihead_view(**values))
-
-    return live_explorer(controls, figure, update)
+    return live_explorer(controls, multihead_view, plot_multihead, update_multihead_figure)

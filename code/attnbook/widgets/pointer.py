@@ -257,7 +257,13 @@ def pointer_explorer(text: str = "20, 5, 10"):
         "step": widgets.IntSlider(value=1, min=1, max=MAX_NUMBERS, description="step m", continuous_update=False),
     }
 
-    def update(figure, text, step):  # the slider counts steps from 1, as the figure does
-        return update_pointer_figure(figure, pointer_view(text), step - 1)
+    def view(text, step):  # the slider counts steps from 1, as the figure does
+        return {**pointer_view(text), "step": step - 1}
 
-    return live_explorer(controls, plot_pointer(pointer_view(text), step=0), update)
+    def plot(view):
+        return plot_pointer(view, view["step"])
+
+    def update(figure, view):
+        return update_pointer_figure(figure, view, view["step"])
+
+    return live_explorer(controls, view, plot, update)

@@ -3,6 +3,8 @@
 The dimension d and the base set the heat-map of the whole sinusoidal matrix P.
 """
 
+from functools import partial
+
 import matplotlib.pyplot as plt
 
 from ..positional import position_shift_matrix, sinusoidal_encoding
@@ -153,12 +155,5 @@ def positional_explorer(position: int = 10, delta: int = 5, dim: int = 16, base:
 
     # Registered before live_explorer's redraw, so the offset is valid when the figure is drawn.
     controls["position"].observe(keep_target_inside, names="value")
-    # Built from the sliders' values: a slider clamps a value outside its range (e.g. delta).
-    figure = plot_positional(
-        positional_view(num_positions=num_positions, **{name: control.value for name, control in controls.items()})
-    )
-
-    def update(figure, **values):
-        return update_positional_figure(figure, positional_view(num_positions=num_positions, **values))
-
-    return live_explorer(controls, figure, update)
+    view = partial(positional_view, num_positions=num_positions)
+    return live_explorer(controls, view, plot_positional, update_positional_figure)

@@ -131,9 +131,4 @@ def scoring_explorer(dim: int = 64, scaled: bool = True, temperature: float = 1.
             continuous_update=False,
         ),
     }
-    figure = plot_scoring(scoring_view(dim, scaled, temperature))
-
-    def update(figure, **values):
-        return update_scoring_figure(figure, scoring_view(**values))
-
-    return live_explorer(controls, figure, update)
+    return live_explorer(controls, scoring_view, plot_scoring, update_scoring_figure)

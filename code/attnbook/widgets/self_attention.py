@@ -6,7 +6,7 @@ get identical attention rows; adding the sinusoidal positional encoding separate
 """
 
 import zlib
-from functools import lru_cache
+from functools import lru_cache, partial
 
 import matplotlib.pyplot as plt
 import matplotlib.transforms as transforms
@@ -146,9 +146,5 @@ def self_attention_explorer(sentence: str = DEFAULT_SENTENCE, token: int = 0, po
         ),
         "positions": widgets.Checkbox(value=positions, description="add positional encoding"),
     }
-    figure = plot_self_attention(self_attention_view(sentence, token, positions))
-
-    def update(figure, **values):  # one figure; only the matrix, the bars and the titles are drawn again
-        return update_self_attention_figure(figure, self_attention_view(sentence, **values))
-
-    return live_explorer(controls, figure, update)
+    view = partial(self_attention_view, sentence)
+    return live_explorer(controls, view, plot_self_attention, update_self_attention_figure)

@@ -155,9 +155,4 @@ def soft_hard_explorer(angle: float = 60.0, length: float = 3.0):
             value=length, min=0.5, max=10, step=0.5, description="|q|", continuous_update=False
         ),
     }
-    figure = plot_soft_hard(soft_hard_view(angle, length))
-
-    def update(figure, **values):
-        return update_soft_hard_figure(figure, soft_hard_view(**values))
-
-    return live_explorer(controls, figure, update)
+    return live_explorer(controls, soft_hard_view, plot_soft_hard, update_soft_hard_figure)

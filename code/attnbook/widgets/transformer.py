@@ -1,5 +1,7 @@
 """Chapter 8 explorer: a trained [CLS] classifier's attention map, for any layer, head and input."""
 
+from functools import partial
+
 import matplotlib.pyplot as plt
 import torch
 
@@ -110,7 +112,5 @@ def cls_attention_explorer(model, text: str = "cdAefgBh", layer: int = 0, head: 
         "head": widgets.IntSlider(value=head, min=0, max=num_heads - 1, description="head", continuous_update=False),
     }
 
-    def update(figure, **values):
-        return update_cls_attention_figure(figure, cls_attention_view(model, **values))
-
-    return live_explorer(controls, plot_cls_attention(cls_attention_view(model, text, layer, head)), update)
+    view = partial(cls_attention_view, model)
+    return live_explorer(controls, view, plot_cls_attention, update_cls_attention_figure)
