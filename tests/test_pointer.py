@@ -169,14 +169,22 @@ def test_teacher_forcing_masks_and_normalises():
     torch.testing.assert_close(weights[:, -1].max(-1).values, torch.ones(4))
 
 
+def teacher_forced_scores(model, x, target):
+    """The pointer scores (B, n, n) of a teacher-forced pass, assembled by hand from the model's parts.
+
+    Step 1 is fed the start vector, step m + 1 the embedded value chosen at step m.
+    """
+    enc, final = model.encode(x)
+    chosen = model.embed(x.gather(1, target[:, :-1]).unsqueeze(-1))
+    dec, _ = model.decoder(torch.cat([model.start.expand(x.shape[0], 1, -1), chosen], 1), final)
+    return model.pointer(dec, enc)
+
+
 def test_teacher_forcing_uses_masked_softmax_on_the_scores():
     model = small_model(4)
     x, target = sorting_batch(3, 5, torch.Generator().manual_seed(1))
     with torch.no_grad():
-        enc, final = model.encode(x)
-        fed = torch.cat([model.start.expand(3, 1, -1), model.embed(x.gather(1, target[:, :-1]).unsqueeze(-1))], 1)
-        dec, _ = model.decoder(fed, final)
-        expected = masked_softmax(model.pointer(dec, enc), not_chosen_mask(target))
+        expected = masked_softmax(teacher_forced_scores(model, x, target), not_chosen_mask(target))
         torch.testing.assert_close(model(x, target), expected)
 
 
@@ -184,10 +192,7 @@ def test_loss_equals_torch_cross_entropy():
     model = small_model(6)
     x, target = sorting_batch(5, 7, torch.Generator().manual_seed(9))
     with torch.no_grad():
-        enc, final = model.encode(x)
-        fed = torch.cat([model.start.expand(5, 1, -1), model.embed(x.gather(1, target[:, :-1]).unsqueeze(-1))], 1)
-        dec, _ = model.decoder(fed, final)
-        scores = model.pointer(dec, enc).masked_fill(~not_chosen_mask(target), -float("inf"))
+        scores = teacher_forced_scores(model, x, target).masked_fill(~not_chosen_mask(target), -float("inf"))
         expected = F.cross_entropy(scores.reshape(-1, 7), target.reshape(-1))
         torch.testing.assert_close(model.loss(x, target), expected)
 
