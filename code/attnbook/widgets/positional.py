@@ -50,7 +50,7 @@ def plot_positional(view: dict):
     ticks); M is drawn stretched over a fixed square, so every other axis stays fixed.
     """
     fig, (left, middle, right) = plt.subplots(
-        1, 3, figsize=(10.5, 3.2), dpi=80, gridspec_kw={"width_ratios": [1.1, 1.4, 1.0]}
+        1, 3, figsize=(10.5, 3.2), gridspec_kw={"width_ratios": [1.1, 1.4, 1.0]}
     )
     last_row = len(view["encoding"]) - 1
     left.imshow(view["encoding"].numpy(), cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto", interpolation="nearest")

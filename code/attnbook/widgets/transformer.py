@@ -47,7 +47,7 @@ def cls_attention_view(model, text: str = "cdAefgBh", layer: int = 0, head: int 
 
 def plot_cls_attention(view: dict):
     """The head's attention map, queries x keys, labelled with the tokens."""
-    fig = plt.figure(figsize=(4.2, 4.4), dpi=80)
+    fig = plt.figure(figsize=(4.2, 4.4))
     ax = fig.add_axes((0.15, 0.15, 0.83, 0.73))
     ax.set_xticks([])  # token labels are plain text: much faster to draw than n tick objects per axis
     ax.set_yticks([])
