@@ -2,6 +2,40 @@
 
 import matplotlib.pyplot as plt
 import torch
+from matplotlib.text import Text
+
+#: Width in CSS pixels of the HTML book's figure column (at a 1280 px window): a wider picture is
+#: shrunk to it, and its text with it.
+BOOK_COLUMN_PX = 672
+#: The smallest text a figure may show, in CSS pixels at 1x (legible at the book's width).
+MIN_TEXT_PX = 8.0
+
+
+def smallest_text_px(figure, displayed_width_px: float) -> float:
+    """The size in CSS pixels of ``figure``'s smallest visible text, shown ``displayed_width_px`` wide.
+
+    Every visible, non-empty text artist counts (titles, labels, tick labels, legends,
+    annotations). A text of ``s`` points is ``s / 72`` inches tall; the figure's width in
+    inches maps to ``displayed_width_px``. Returns ``inf`` for a figure without text. Draw the
+    figure first, so that its tick labels exist.
+    """
+    width_in = figure.get_figwidth()
+    if not width_in > 0 or not displayed_width_px > 0:
+        raise ValueError(f"figure width {width_in} in and displayed width {displayed_width_px} px must be > 0")
+    sizes = [
+        text.get_fontsize()
+        for text in figure.findobj(Text)
+        if text.get_visible() and text.get_text().strip() and _drawn(text)
+    ]
+    return min(sizes, default=float("inf")) / 72 * displayed_width_px / width_in
+
+
+def _drawn(text) -> bool:
+    """False for a tick label of a tick matplotlib does not draw (outside the view limits)."""
+    axes = text.axes
+    if axes is None or not hasattr(text, "get_unitless_position"):
+        return True
+    return bool(text.get_window_extent().overlaps(axes.figure.bbox)) if text.figure is not None else True
 
 
 def _as_grid(matrices) -> torch.Tensor:
