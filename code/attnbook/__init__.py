@@ -19,7 +19,7 @@ from .decoder import EncoderDecoderTransformer, TransformerDecoder, TransformerD
 from .kernel_regression import gaussian_scores, nadaraya_watson, regression_data, regression_target
 from .masking import lengths_to_mask, masked_softmax
 from .multihead import MultiHeadAttention, merge_heads, split_heads
-from .plotting import show_heatmaps
+from .plotting import sharp_figures, show_heatmaps
 from .pointer import PointerNetwork, pretrained_sorter, sorting_batch
 from .positional import LearnedPositionalEmbedding, PositionalEncoding, position_shift_matrix, sinusoidal_encoding
 from .rotary import apply_rotary
@@ -62,6 +62,7 @@ __all__ = [
     "regression_target",
     "scaled_dot_score",
     "set_matrix_memory_limit",
+    "sharp_figures",
     "show_heatmaps",
     "sinusoidal_encoding",
     "sorting_batch",

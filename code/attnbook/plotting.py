@@ -1,5 +1,11 @@
 """Figures shared by the chapters (matplotlib only; no tensor math lives here)."""
 
+import base64
+import io
+import math
+import struct
+
+import matplotlib
 import matplotlib.pyplot as plt
 import torch
 from matplotlib.text import Text
@@ -36,6 +42,69 @@ def _drawn(text) -> bool:
     if axes is None or not hasattr(text, "get_unitless_position"):
         return True
     return bool(text.get_window_extent().overlaps(axes.figure.bbox)) if text.figure is not None else True
+
+
+def sharp_png(figure) -> tuple[bytes, dict] | None:
+    """``figure`` as a PNG at twice its on-screen size, and the output metadata that shows it at 1x.
+
+    The figure is drawn like Jupyter's ``retina`` format (``bbox_inches="tight"``, at twice the
+    figure's dpi), so its 1x size is ``figsize x dpi`` CSS pixels, trimmed to what is drawn. A
+    figure wider than the book's column (``BOOK_COLUMN_PX``) is drawn at a lower dpi instead, so
+    that its 1x width is ``BOOK_COLUMN_PX``: the browser then shows it unshrunk, and the
+    measured text size below is the one on screen. Returns ``(png, {"width": w, "height": h,
+    "attnbook": {"smallest_text_px": x}})`` with ``w``, ``h`` the 1x size (half the PNG's pixels)
+    and ``x`` the smallest text in CSS px at that size (``None`` without text), or ``None`` for
+    an empty figure (as IPython does).
+    """
+    if not figure.axes and not figure.lines:
+        return None
+    dpi = figure.dpi  # CSS pixels per inch at 1x
+    for _ in range(4):  # at most one or two redraws: the trimmed width scales with the dpi
+        buffer = io.BytesIO()
+        figure.canvas.print_figure(buffer, format="png", dpi=2 * dpi, bbox_inches="tight",
+                                   facecolor=figure.get_facecolor(), edgecolor=figure.get_edgecolor())
+        png = buffer.getvalue()
+        width, height = struct.unpack(">II", png[16:24])  # the PNG header's IHDR chunk
+        if width // 2 <= BOOK_COLUMN_PX:
+            break
+        dpi *= (2 * BOOK_COLUMN_PX + 0.5) / width
+    smallest = smallest_text_px(figure, figure.get_figwidth() * dpi)
+    metadata = {"width": width // 2, "height": height // 2,
+                "attnbook": {"smallest_text_px": round(smallest, 2) if math.isfinite(smallest) else None}}
+    return png, metadata
+
+
+def sharp_figures() -> None:
+    """Show this notebook's matplotlib figures sharp on high-DPI screens, at most a column wide.
+
+    Call once, in a chapter's first code cell (after importing pyplot). It registers IPython's
+    PNG formatter for figures as ``sharp_png``: a 2x PNG whose output metadata
+    (``width``/``height`` at 1x, which the notebook and the HTML book honour) shows it at 1x,
+    and which also records the smallest text in CSS px (``attnbook.smallest_text_px``), so that
+    tests can check legibility in the stored notebooks. A figure wider than ``BOOK_COLUMN_PX``
+    at 1x is drawn at a lower dpi so that it is exactly a column wide. Outside IPython it does
+    nothing.
+    """
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+    from matplotlib.figure import Figure
+
+    # Load the inline backend now: loading it resets the figure formatters.
+    plt.switch_backend(matplotlib.get_backend())
+
+    def formatter(figure):
+        result = sharp_png(figure)
+        if result is None:
+            return None
+        png, metadata = result
+        return base64.b64encode(png).decode("ascii"), metadata
+
+    shell.display_formatter.formatters["image/png"].for_type(Figure, formatter)
 
 
 def _as_grid(matrices) -> torch.Tensor:
