@@ -51,9 +51,10 @@ lab: $(VENV_STAMP)
 	$(BIN)/jupyter lab --notebook-dir=book
 
 # Re-execute every chapter in place: how an author refreshes the stored outputs
-# (and saved widget state) that nbval then re-checks.
+# (and saved widget state) that nbval then re-checks. ATTNBOOK_EXPLORER_FRAMES=1 builds each
+# explorer from frames drawn in advance, so that it moves in the HTML book without Python.
 notebooks: $(VENV_STAMP)
-	$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
+	ATTNBOOK_EXPLORER_FRAMES=1 $(BIN)/jupyter nbconvert --to notebook --execute --inplace \
 	  --ExecutePreprocessor.timeout=900 --ExecutePreprocessor.kernel_name=python3 $(NOTEBOOKS)
 
 # Benchmarks (not part of `make test`): prints a table, writes _build/bench.json.

@@ -99,10 +99,10 @@ class LiveFigure:
     its own Agg canvas at ``EXPLORER_DPI``.
     """
 
-    def __init__(self, figure, update):
+    def __init__(self, figure, update, dpi: float = EXPLORER_DPI):
         plt.close(figure)
         FigureCanvasAgg(figure)
-        figure.set_dpi(EXPLORER_DPI)
+        figure.set_dpi(dpi)
         self.figure = figure
         self.update = update
         self.changing = []
@@ -127,7 +127,8 @@ class LiveFigure:
             spine for ax in axes.values() if ax.axison for spine in ax.spines.values() if spine.get_visible()
         ]
 
-    def render(self, view) -> dict:
+    def render_pixels(self, view) -> None:
+        """Show ``view``: afterwards the figure's canvas holds its pixels."""
         changing = list(self.update(self.figure, view))
         if self.background is None or [id(a) for a in changing] != [id(a) for a in self.changing]:
             self._draw_background(changing)
@@ -135,6 +136,10 @@ class LiveFigure:
         canvas.restore_region(self.background)
         for artist in self.redrawn:
             self.figure.draw_artist(artist)
+
+    def render(self, view) -> dict:
+        """Show ``view`` and return the PNG output of the result."""
+        self.render_pixels(view)
         return canvas_output(self.figure)
 
     def full_output(self) -> dict:
@@ -148,8 +153,13 @@ class LiveFigure:
                 artist.set_animated(True)
 
 
-def live_explorer(controls: dict, view, plot, update):
+def live_explorer(controls: dict, view, plot, update, frames: dict | None = None):
     """A VBox of ipywidgets ``controls`` (name -> widget) over an Output showing their figure.
+
+    frames: the grid of control values (name -> ``_frames.Choices``) at which the explorer
+    also works without Python. When frames are wanted (``_frames.frames_wanted()``, set by
+    ``make notebooks``), the explorer is built from them instead (``_frames.frame_explorer``):
+    the same view, plot and update, drawn in advance for every value of the grid.
 
     ``view(**values)`` computes what to show for the controls' values (a dict);
     ``plot(view)`` builds the figure, once, for the controls' first values; and
@@ -162,6 +172,11 @@ def live_explorer(controls: dict, view, plot, update):
     the saved widget state. The box keeps its ``LiveFigure`` as ``box.live_figure``.
     """
     import ipywidgets as widgets
+
+    from ._frames import frame_explorer, frames_wanted
+
+    if frames is not None and frames_wanted():
+        return frame_explorer(frames, view, plot, update)
 
     def current_view():
         # Views compute on small tensors: one thread never waits for another on a busy machine.

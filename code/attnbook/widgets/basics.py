@@ -5,7 +5,12 @@ from matplotlib.image import NonUniformImage
 
 from ..kernel_regression import mean_squared_error, nadaraya_watson, regression_data
 from .._checks import require_finite_number, require_int_in
+from ._frames import Choices
 from ._live import live_explorer
+
+#: The values the explorer's sliders take in the HTML book (frames drawn in advance).
+FRAME_BANDWIDTHS = (0.03, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0, 3.0)
+FRAME_TRAIN_POINTS = (10, 25, 50, 100, 200)
 
 
 def kernel_regression_view(bandwidth: float = 0.5, n_train: int = 50, seed: int = 0) -> dict:
@@ -46,7 +51,7 @@ def plot_kernel_regression(view: dict):
     left.set_ylim(-2.5, 6.5)
     left.set_xlabel("x")
     left.set_ylabel("y")
-    left.legend(loc="lower left", fontsize=8)
+    left.legend(loc="lower left", fontsize=9)
     image = NonUniformImage(right, cmap="Reds", interpolation="nearest", extent=(0, 5, 5, 0))
     right.add_image(image)
     right.set_xlim(0, 5)
@@ -93,4 +98,9 @@ def kernel_regression_explorer(bandwidth: float = 0.5, n_train: int = 50):
             continuous_update=False, style={"description_width": "initial"},
         ),
     }
-    return live_explorer(controls, kernel_regression_view, plot_kernel_regression, update_kernel_regression_figure)
+    frames = {
+        "bandwidth": Choices("bandwidth σ", list(FRAME_BANDWIDTHS), value=bandwidth),
+        "n_train": Choices("train points", list(FRAME_TRAIN_POINTS), value=n_train),
+    }
+    return live_explorer(controls, kernel_regression_view, plot_kernel_regression, update_kernel_regression_figure,
+                         frames=frames)

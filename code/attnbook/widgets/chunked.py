@@ -10,6 +10,7 @@ from ..chunked import StreamingAttention
 from ..measure import score_matrix_bytes
 from ..threads import single_thread
 from .._checks import require_int_in
+from ._frames import Choices
 from ._live import live_explorer
 
 LENGTHS = tuple(2**p for p in range(8, 15))  # 256 ... 16,384
@@ -160,4 +161,8 @@ def chunked_explorer(n: int = 4096, chunk_size: int = 512):
             options=CHUNK_SIZES, value=chunk_size, description="chunk size", continuous_update=False
         ),
     }
-    return live_explorer(controls, chunked_view, plot_chunked, update_chunked_figure)
+    frames = {
+        "n": Choices("length n", [(f"{n:,}", n) for n in LENGTHS], value=n),
+        "chunk_size": Choices("chunk size", [(f"{c:,}", c) for c in CHUNK_SIZES], value=chunk_size),
+    }
+    return live_explorer(controls, chunked_view, plot_chunked, update_chunked_figure, frames=frames)

@@ -8,6 +8,7 @@ import numpy as np
 from .._checks import require_flag, require_int, require_int_in, require_text
 from ..dates import MAX_INPUT_LENGTH
 from ..threads import single_thread
+from ._frames import Choices
 from ._live import live_explorer
 
 EXAMPLES = (
@@ -132,4 +133,12 @@ def decoder_explorer(translator=None, text: str = EXAMPLES[0], step: int = 1, la
                                  layout=widgets.Layout(width="300px")),
     }
     view = partial(decoder_view, translator, clamp=True, width=max(len(t) for t in examples))
-    return live_explorer(controls, view, plot_decoder, update_decoder_figure)
+    with single_thread():
+        steps_of = {t: decoder_view(translator, t, 1, 0)["num_steps"] for t in examples}
+    frames = {  # the step slider of each input has as many positions as that input has steps
+        "text": Choices("input", examples, kind="menu", value=text, width="300px"),
+        "layer": Choices("layer", [(f"layer {i + 1}", i) for i in range(num_layers)], kind="buttons", value=layer),
+        "step": Choices("step t", {t: list(range(1, steps_of[t] + 1)) for t in examples}, value=step,
+                        depends_on="text"),
+    }
+    return live_explorer(controls, view, plot_decoder, update_decoder_figure, frames=frames)

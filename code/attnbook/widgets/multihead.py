@@ -14,6 +14,7 @@ import torch
 
 from ..lookup import COLOURS, NUM_CARDS, NUM_DIGITS, card_label, hand_questions, question_label, trained_card_lookup
 from .._checks import keep_global_rng
+from ._frames import Choices
 from ._live import live_explorer
 
 HEAD_CHOICES = (1, 2, 4)
@@ -162,4 +163,9 @@ def multihead_explorer(num_heads: int = 2, head: int = 1):
 
     heads.observe(fit_slider, names="value")
     controls = {"num_heads": heads, "head": chosen}
-    return live_explorer(controls, multihead_view, plot_multihead, update_multihead_figure)
+    frames = {  # every model and every head: the head slider has one position per head of the chosen model
+        "num_heads": Choices("heads", list(HEAD_CHOICES), kind="menu", value=num_heads),
+        "head": Choices("show head", {h: list(range(1, h + 1)) for h in HEAD_CHOICES}, value=head,
+                        depends_on="num_heads"),
+    }
+    return live_explorer(controls, multihead_view, plot_multihead, update_multihead_figure, frames=frames)

@@ -10,9 +10,20 @@ import torch
 from .._checks import require_text
 from ..pointer import PointerNetwork, pretrained_sorter, scale_to_unit
 from ..threads import single_thread
+from ._frames import Choices
 from ._live import EXPLORER_DPI, live_explorer
 
 MAX_NUMBERS = 30
+#: The inputs the explorer offers in the HTML book, where nothing can be typed: the source's
+#: example, repeated and negative numbers, and longer inputs up to the longest the sorter was trained on.
+EXAMPLES = (
+    "20, 5, 10",
+    "3, 1, 4, 1, 5",
+    "-2.5, 7, 0, 3.25, -8, 1",
+    "12, 7, 19, 3, 15, 8, 1, 10",
+    "0.61, 0.08, 0.93, 0.47, 0.25, 0.77, 0.12, 0.54, 0.39, 0.86",
+    "44, 17, 90, 3, 68, 25, 51, 9, 82, 36, 60, 12, 75, 29, 5",
+)
 FLOAT32_MAX = torch.finfo(torch.float32).max
 _MODEL = None
 
@@ -278,4 +289,10 @@ def pointer_explorer(text: str = "20, 5, 10"):
     def update(figure, view):
         return update_pointer_figure(figure, view, view["step"])
 
-    return live_explorer(controls, view, plot, update)
+    examples = list(EXAMPLES) if text in EXAMPLES else [text, *EXAMPLES]
+    frames = {
+        "text": Choices("numbers", examples, kind="menu", value=text, width="420px"),
+        "step": Choices("step t", {t: list(range(1, len(parse_numbers(t)) + 1)) for t in examples},
+                        depends_on="text"),
+    }
+    return live_explorer(controls, view, plot, update, frames=frames)

@@ -9,7 +9,15 @@ import matplotlib.pyplot as plt
 
 from ..positional import position_shift_matrix, sinusoidal_encoding
 from .._checks import require_finite_number, require_int_in
+from ._frames import Choices
 from ._live import live_explorer
+
+#: The values the explorer's sliders take in the HTML book (frames drawn in advance): i + delta
+#: stays inside 64 positions for every pair.
+FRAME_POSITIONS = (0, 10, 30)
+FRAME_OFFSETS = (1, 5, 20)
+FRAME_DIMS = (8, 16, 64)
+FRAME_BASES = (100.0, 10000.0)
 
 
 def positional_view(
@@ -58,7 +66,7 @@ def plot_positional(view: dict):
     ticks); M is drawn stretched over a fixed square, so every other axis stays fixed.
     """
     fig, (left, middle, right) = plt.subplots(
-        1, 3, figsize=(10.5, 3.2), gridspec_kw={"width_ratios": [1.1, 1.4, 1.0]}
+        1, 3, figsize=(9.6, 3.2), gridspec_kw={"width_ratios": [1.1, 1.4, 1.0]}
     )
     last_row = len(view["encoding"]) - 1
     left.imshow(view["encoding"].numpy(), cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto", interpolation="nearest")
@@ -78,7 +86,7 @@ def plot_positional(view: dict):
     middle.set_ylim(-1.5, 1.15)
     middle.set_yticks([-1, 0, 1])
     _column_label(middle)
-    middle.legend(fontsize=7, loc="lower center", ncols=3, borderpad=0.3, handletextpad=0.4, columnspacing=1.2)
+    middle.legend(fontsize=8.5, loc="lower center", ncols=3, borderpad=0.3, handletextpad=0.4, columnspacing=1.2)
 
     right.imshow(view["shift_matrix"].numpy(), cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest",
                  extent=(0, 1, 1, 0))
@@ -164,4 +172,10 @@ def positional_explorer(position: int = 10, delta: int = 5, dim: int = 16, base:
     # Registered before live_explorer's redraw, so the offset is valid when the figure is drawn.
     controls["position"].observe(keep_target_inside, names="value")
     view = partial(positional_view, num_positions=num_positions)
-    return live_explorer(controls, view, plot_positional, update_positional_figure)
+    frames = {
+        "position": Choices("position i", list(FRAME_POSITIONS), value=position),
+        "delta": Choices("offset δ", list(FRAME_OFFSETS), value=delta),
+        "dim": Choices("d_model", list(FRAME_DIMS), value=dim),
+        "base": Choices("base", [(f"{b:g}", b) for b in FRAME_BASES], value=base),
+    }
+    return live_explorer(controls, view, plot_positional, update_positional_figure, frames=frames)

@@ -8,7 +8,11 @@ import torch
 
 from ..score_scaling import SATURATION, random_scores, softmax_statistics
 from .._checks import require_finite_number, require_flag, require_int_in
+from ._frames import Choices
 from ._live import live_explorer
+
+#: The temperatures the explorer offers in the HTML book (frames drawn in advance).
+FRAME_TEMPERATURES = (0.1, 0.3, 1.0, 3.0, 10.0)
 
 DIMS = (4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
@@ -137,4 +141,9 @@ def scoring_explorer(dim: int = 64, scaled: bool = True, temperature: float = 1.
             continuous_update=False,
         ),
     }
-    return live_explorer(controls, scoring_view, plot_scoring, update_scoring_figure)
+    frames = {
+        "dim": Choices("d", list(DIMS), value=dim),
+        "scaled": Choices("divide by √d", [("no", False), ("yes", True)], kind="buttons", value=scaled),
+        "temperature": Choices("temperature", list(FRAME_TEMPERATURES), value=temperature),
+    }
+    return live_explorer(controls, scoring_view, plot_scoring, update_scoring_figure, frames=frames)

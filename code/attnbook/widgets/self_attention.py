@@ -15,6 +15,7 @@ import torch
 from ..positional import sinusoidal_encoding
 from ..self_attention import SelfAttention
 from .._checks import keep_global_rng, require_flag, require_int_in, require_text
+from ._frames import Choices
 from ._live import live_explorer
 
 DEFAULT_SENTENCE = "the cat sat on the mat"
@@ -154,4 +155,9 @@ def self_attention_explorer(sentence: str = DEFAULT_SENTENCE, token: int = 0, po
         "positions": widgets.Checkbox(value=positions, description="add positional encoding"),
     }
     view = partial(self_attention_view, sentence)
-    return live_explorer(controls, view, plot_self_attention, update_self_attention_figure)
+    frames = {
+        "token": Choices("token", [(f"{j}: {word}", j) for j, word in enumerate(tokens)], value=token),
+        "positions": Choices("add positional encoding", [("no", False), ("yes", True)], kind="buttons",
+                             value=positions),
+    }
+    return live_explorer(controls, view, plot_self_attention, update_self_attention_figure, frames=frames)

@@ -11,6 +11,7 @@ import torch
 from .._checks import require_int, require_text
 from ..dates import MAX_INPUT_LENGTH, TARGET_LENGTH
 from ..seq2seq import pretrained_date_translator
+from ._frames import Choices
 from ._live import EXPLORER_DPI, live_explorer
 
 #: Inputs of the dropdown: several forms and cases, then two inputs in none of the forms.
@@ -180,7 +181,14 @@ def seq2seq_explorer(text: str = "Monday, May 3, 1999", examples=EXAMPLES):
     def update(figure, view):
         return update_seq2seq_figure(figure, view)
 
-    explorer = live_explorer({"step": slider, "text": box}, seq2seq_view, plot_seq2seq, update)
+    frames = {  # the menu of examples, and every step of each
+        "text": Choices("example", examples, kind="menu", value=text, width="300px"),
+        "step": Choices("step t", {t: list(range(1, len(_cached_translation(t)[0]) + 1)) for t in examples},
+                        depends_on="text"),
+    }
+    explorer = live_explorer({"step": slider, "text": box}, seq2seq_view, plot_seq2seq, update, frames=frames)
+    if hasattr(explorer, "frame_grid"):  # built from frames: the menu is its only way to choose an input
+        return explorer
     explorer.children[0].children = (slider, menu, box)
     explorer.children[0].layout.flex_flow = "row wrap"  # on a narrow page the text box goes to a second row
     return explorer

@@ -8,10 +8,14 @@ import torch
 from ..attention import attention, hard_attention
 from ..scoring import dot_score
 from .._checks import require_finite_number, require_int_in
+from ._frames import Choices
 from ._live import live_explorer
 
 KEY_ANGLES = (20.0, 95.0, 150.0, 230.0, 300.0)  # degrees; five keys on the unit circle
 KEY_VALUES = (1.0, 2.0, 3.0, 4.0, 5.0)  # value n + 1 belongs to key n
+#: The query angles and lengths the explorer offers in the HTML book (frames drawn in advance).
+FRAME_ANGLES = tuple(float(a) for a in range(0, 360, 30))
+FRAME_LENGTHS = (0.5, 1.0, 3.0, 5.0, 10.0)
 
 
 def circle_keys() -> tuple[torch.Tensor, torch.Tensor]:
@@ -76,21 +80,21 @@ def plot_soft_hard(view: dict):
     argmax curve always runs over all five values, 1 to 5, and weights and frequencies
     lie in [0, 1]).
     """
-    fig, (geo, curve, bars) = plt.subplots(1, 3, figsize=(11, 3.3), gridspec_kw={"width_ratios": [1, 1.4, 1.2]})
+    fig, (geo, curve, bars) = plt.subplots(1, 3, figsize=(9.5, 3.4), gridspec_kw={"width_ratios": [1, 1.4, 1.2]})
     circle = torch.linspace(0, 2 * math.pi, 200)
     geo.plot(circle.cos().numpy(), circle.sin().numpy(), color="0.85")
     keys, values = view["keys"], view["values"]
     geo.scatter(keys[:, 0].numpy(), keys[:, 1].numpy(), s=20, color="tab:red", zorder=3)
     # Labels far enough out that a key's dot, however large, never covers its label.
     for (x, y), v in zip(keys.tolist(), values.tolist()):
-        geo.annotate(f"v={v:g}", (1.4 * x, 1.4 * y), ha="center", va="center", fontsize=8)
+        geo.annotate(f"v={v:g}", (1.4 * x, 1.4 * y), ha="center", va="center", fontsize=9)
     geo.arrow(0, 0, 0.8, 0, width=0.03, color="tab:blue")
     geo.set_xlim(-1.6, 1.6)
     geo.set_ylim(-1.6, 1.6)
     geo.set_aspect("equal")
     geo.axis("off")
     geo.spines[:].set_visible(False)  # axis("off") hides them in a full draw only, not when blitted
-    geo.set_title(" ", fontsize=9)
+    geo.set_title(" ", fontsize=10)
     curve.plot([], [], label="soft (expectation)")
     curve.plot([], [], label="hard (argmax)")
     curve.axvline(view["angle"], color="k", lw=0.8)
@@ -98,8 +102,8 @@ def plot_soft_hard(view: dict):
     curve.set_ylim(min(KEY_VALUES) - 0.2, max(KEY_VALUES) + 0.2)
     curve.set_xlabel("query angle (degrees)")
     curve.set_ylabel("output")
-    curve.set_title(" ", fontsize=9)
-    curve.legend(fontsize=8)
+    curve.set_title(" ", fontsize=10)
+    curve.legend(fontsize=9)
     positions = torch.arange(len(values), dtype=torch.float64).numpy()
     zeros = [0.0] * len(values)
     bars.bar(positions - 0.2, zeros, width=0.4, label="weights α")
@@ -107,8 +111,8 @@ def plot_soft_hard(view: dict):
     bars.set_xticks(positions.tolist(), labels=[f"{v:g}" for v in values.tolist()])
     bars.set_xlabel("value of the key")
     bars.set_ylim(0, 1)
-    bars.set_title("attention weights vs sampled frequencies", fontsize=9)
-    bars.legend(fontsize=8)
+    bars.set_title("weights vs sampled frequencies", fontsize=10)
+    bars.legend(fontsize=9)
     # Fixed margins: tight_layout would draw the whole figure once just to measure it.
     fig.subplots_adjust(left=0.01, right=0.99, bottom=0.16, top=0.9, wspace=0.25)
     update_soft_hard_figure(fig, view)
@@ -160,4 +164,8 @@ def soft_hard_explorer(angle: float = 60.0, length: float = 3.0):
             value=length, min=0.5, max=10, step=0.5, description="|q|", continuous_update=False
         ),
     }
-    return live_explorer(controls, soft_hard_view, plot_soft_hard, update_soft_hard_figure)
+    frames = {
+        "angle": Choices("angle °", [(f"{a:.0f}", a) for a in FRAME_ANGLES], value=angle),
+        "length": Choices("|q|", list(FRAME_LENGTHS), value=length),
+    }
+    return live_explorer(controls, soft_hard_view, plot_soft_hard, update_soft_hard_figure, frames=frames)

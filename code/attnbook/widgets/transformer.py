@@ -8,7 +8,12 @@ import torch
 from ..classifier import VOCAB, CLSClassifier, encode
 from ..threads import single_thread
 from .._checks import require_text
+from ._frames import Choices
 from ._live import live_explorer
+
+#: Inputs the explorer offers in the HTML book, where nothing can be typed: A before B, B before A,
+#: the two next to each other, and a longer input.
+EXAMPLES = ("cdAefgBhij", "cdBefgAhij", "ABcdefgh", "jihgfeBdcjihgfedAcd")
 
 
 def cls_attention_view(model, text: str = "cdAefgBh", layer: int = 0, head: int = 0) -> dict:
@@ -118,4 +123,10 @@ def cls_attention_explorer(model, text: str = "cdAefgBh", layer: int = 0, head: 
     }
 
     view = partial(cls_attention_view, model)
-    return live_explorer(controls, view, plot_cls_attention, update_cls_attention_figure)
+    examples = list(EXAMPLES) if text in EXAMPLES else [text, *EXAMPLES]
+    frames = {
+        "text": Choices("tokens", examples, kind="menu", value=text),
+        "layer": Choices("layer", list(range(num_layers)), value=layer),
+        "head": Choices("head", list(range(num_heads)), value=head),
+    }
+    return live_explorer(controls, view, plot_cls_attention, update_cls_attention_figure, frames=frames)
