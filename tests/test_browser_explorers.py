@@ -4,7 +4,8 @@ For each chapter page with an explorer, in headless Chromium: every control is m
 step with the keyboard (arrow keys on sliders and menus, Enter on a button); after each
 move the picture must change, be sharp (twice as many pixels as it is shown with) and
 match, pixel for pixel up to antialiasing, the frame that ``attnbook`` draws in this
-process for the values the controls now show. The page must make no request to any
+process for the values the controls now show. Every frame fits the book's column and
+its smallest text is at least 8 px (``attnbook.plotting.MIN_TEXT_PX``). The page must make no request to any
 other host, and its own content (its HTML with the embedded widget state, and its images;
 not the shared scripts and styles under ``_static/``) must weigh at most 4 MB.
 """
@@ -21,6 +22,8 @@ import pytest
 from PIL import Image
 
 from conftest import ROOT
+
+from attnbook.plotting import BOOK_COLUMN_PX, MIN_TEXT_PX
 
 pytestmark = pytest.mark.browser
 
@@ -184,6 +187,9 @@ def test_explorer_moves_without_a_kernel(chapter, browser, book_server):
     box = boxes[0]
     box.scroll_into_view_if_needed()
     grid = frame_grid(chapter)
+    widths = {width for _, width, _ in grid.frames().values()}
+    assert max(widths) <= BOOK_COLUMN_PX, f"{chapter}: frames {sorted(widths)} px wide, column {BOOK_COLUMN_PX}"
+    assert grid.smallest_text >= MIN_TEXT_PX, f"{chapter}: text of {grid.smallest_text:.1f} px in a frame"
 
     state = box.evaluate(STATE)
     assert len(state["controls"]) == len(grid.grid), f"{chapter}: controls {state['controls']}"

@@ -155,7 +155,7 @@ def frame_explorer(grid: dict, view, plot, update):
     """The explorer as controls over nested Stacks of frames, linked in the browser.
 
     Returns a VBox (a row of controls, the frames) with class ``attnbook-explorer``; it keeps
-    its ``FrameGrid`` as ``box.frame_grid``. See the module docstring for how it works.
+    its ``FrameGrid`` as ``box.frame_grid`` and its browser links as ``box.frame_links``. See the module docstring for how it works.
     """
     import ipywidgets as widgets
 
@@ -163,6 +163,8 @@ def frame_explorer(grid: dict, view, plot, update):
     frames = frame_grid.frames()
     names = list(grid)
     first = frame_grid.first_values()
+
+    links = []  # jslink returns its Link widget: kept so that a test can check every Stack has one
 
     # One widget per control, or one per value of the control it depends on.
     controls, shown = {}, []
@@ -179,7 +181,7 @@ def frame_explorer(grid: dict, view, plot, update):
             controls[name] = per_value
             parent_widget = controls[choices.depends_on][None]
             stack = widgets.Stack(list(per_value.values()), selected_index=parent_widget.index)
-            widgets.jslink((parent_widget, "index"), (stack, "selected_index"))
+            links.append(widgets.jslink((parent_widget, "index"), (stack, "selected_index")))
             shown.append(stack)
 
     def build(position: int, indices: tuple, values: dict):
@@ -193,13 +195,13 @@ def frame_explorer(grid: dict, view, plot, update):
                     for i, (_, value) in enumerate(choices.pairs(values))]
         control = controls[name][values[choices.depends_on] if choices.depends_on else None]
         stack = widgets.Stack(children, selected_index=control.index)
-        widgets.jslink((control, "index"), (stack, "selected_index"))
+        links.append(widgets.jslink((control, "index"), (stack, "selected_index")))
         return stack
 
     pictures = build(0, (), {})
     box = widgets.VBox([widgets.HBox(shown, layout=widgets.Layout(flex_flow="row wrap")), pictures])
     box.add_class("attnbook-explorer")
-    box.frame_grid = frame_grid
+    box.frame_grid, box.frame_links = frame_grid, links
     return box
 
 
