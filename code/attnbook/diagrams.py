@@ -34,7 +34,7 @@ def _feature_strip(ax, x, y, width, height, num_heads, alpha=0.55):
                                facecolor=_HEAD_COLOURS[i % len(_HEAD_COLOURS)], edgecolor="0.25", alpha=alpha))
 
 
-def draw_multihead(num_heads: int = 3, figsize=(12, 4.6)):
+def draw_multihead(num_heads: int = 3, figsize=(11, 4.2)):
     """The multi-head split and merge, left to right, for ``num_heads`` heads (1 to 8).
 
     X (n x d_model) -> one product each, X W^Q, X W^K, X W^V (n x d_model), whose columns are
@@ -57,7 +57,7 @@ def draw_multihead(num_heads: int = 3, figsize=(12, 4.6)):
     _arrow(ax, (1.2, middle), (1.6, middle))
     _box(ax, 2.45, middle, 1.55, 0.95, "$XW^Q,\\ XW^K,\\ XW^V$\neach $n \\times d_{\\mathrm{model}}$", fontsize=8.5)
     _feature_strip(ax, 2.45, middle - 0.68, 1.45, 0.16, num_heads)
-    ax.text(2.45, middle - 0.85, "columns cut into $h$ blocks of $d_k$", ha="center", va="top", fontsize=7.5, color="0.3")
+    ax.text(2.45, middle - 0.85, "columns cut into\n$h$ blocks of $d_k$", ha="center", va="top", fontsize=8, color="0.3")
     for i, y in enumerate(rows):
         colour = _HEAD_COLOURS[i % len(_HEAD_COLOURS)]
         _arrow(ax, (3.25, middle), (3.85, y))
@@ -89,7 +89,7 @@ def _path_node(ax, x, y, label, highlight=False):
 
     ax.add_patch(Circle((x, y), 0.28, facecolor="mistyrose" if highlight else "white",
                         edgecolor="tab:red" if highlight else "0.3", linewidth=1.4 if highlight else 0.9, zorder=3))
-    ax.text(x, y, label, ha="center", va="center", fontsize=7.5, zorder=4)
+    ax.text(x, y, label, ha="center", va="center", fontsize=8.5, zorder=4)
 
 
 def _edge(ax, start, end, highlight=False):
@@ -98,7 +98,7 @@ def _edge(ax, start, end, highlight=False):
             linewidth=2.0 if highlight else 0.7, zorder=2 if highlight else 1)
 
 
-def draw_connectivity(n: int = 5, kernel_size: int = 3, figsize=(11, 4.2)):
+def draw_connectivity(n: int = 5, kernel_size: int = 3, figsize=(8.4, 3.3)):
     """Which inputs each output reads, in a stack of convolutions, an RNN and one self-attention layer.
 
     Three panels, inputs x_1..x_n at the bottom, positions left to right (1-based).
@@ -132,7 +132,7 @@ def draw_connectivity(n: int = 5, kernel_size: int = 3, figsize=(11, 4.2)):
             label = f"$x_{i}$" if layer == 0 else ""
             _path_node(ax, i, layer, label, route[layer] == i)
         if layer:
-            ax.text(0.35, layer, f"layer {layer}", ha="right", va="center", fontsize=7.5, color="0.3")
+            ax.text(0.35, layer, f"layer {layer}", ha="right", va="center", fontsize=8, color="0.3")
     ax.set_title(f"CNN, kernel {kernel_size}: $x_1$ reaches position {n}\nafter {depth} layers", fontsize=9)
 
     # RNN: inputs at the bottom, states z_1..z_n above; z_t reads x_t and z_{t-1}.

@@ -70,7 +70,7 @@ def sharp_png(figure) -> tuple[bytes, dict] | None:
         dpi *= (2 * BOOK_COLUMN_PX + 0.5) / width
     smallest = smallest_text_px(figure, figure.get_figwidth() * dpi)
     metadata = {"width": width // 2, "height": height // 2,
-                "attnbook": {"smallest_text_px": round(smallest, 2) if math.isfinite(smallest) else None}}
+                "attnbook": {"smallest_text_px": round(float(smallest), 2) if math.isfinite(smallest) else None}}
     return png, metadata
 
 
