@@ -225,16 +225,6 @@ def test_every_form_and_case_at_the_range_limits_and_leap_days(translator):
     assert not wrong, wrong[:10]
 
 
-def test_gallery_has_one_linked_picture_per_example():
-    from attnbook.widgets.seq2seq import seq2seq_gallery
-
-    gallery = seq2seq_gallery(["3 May 1999", "03.05.1999"])
-    menu, stack = gallery.children
-    assert list(menu.options) == ["3 May 1999", "03.05.1999"] and len(stack.children) == 2
-    assert stack.children[0].value[:8] == b"\x89PNG\r\n\x1a\n" and stack.children[0].value != stack.children[1].value
-    assert menu.index == stack.selected_index == 0
-
-
 def test_bahdanau_step_diagram_draws_one_weighted_line_per_input():
     import matplotlib
 

@@ -2,7 +2,6 @@
 output character reads."""
 
 import functools
-import io
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -193,24 +192,3 @@ def seq2seq_explorer(text: str = "Monday, May 3, 1999", examples=EXAMPLES):
     explorer.children[0].layout.flex_flow = "row wrap"  # on a narrow page the text box goes to a second row
     return explorer
 
-
-def seq2seq_gallery(examples=EXAMPLES):
-    """A menu over the explorer's figure for each example, drawn in advance (step t = 1).
-
-    The menu and the pictures are linked in the browser (``jslink``), so the menu works where
-    no Python runs, e.g. in the HTML book. Returns a VBox (menu, Stack of Image widgets).
-    """
-    import ipywidgets as widgets
-
-    examples = list(examples)
-    images = []
-    for text in examples:
-        figure = plot_seq2seq(seq2seq_view(text, step=1))
-        buffer = io.BytesIO()
-        figure.savefig(buffer, format="png", dpi=EXPLORER_DPI)
-        plt.close(figure)
-        images.append(widgets.Image(value=buffer.getvalue(), format="png"))
-    menu = widgets.Dropdown(options=examples, index=0, description="example", layout=widgets.Layout(width="300px"))
-    stack = widgets.Stack(images, selected_index=0)
-    widgets.jslink((menu, "index"), (stack, "selected_index"))
-    return widgets.VBox([menu, stack])
