@@ -2,8 +2,10 @@
 
 For each page: the math is typeset by the locally served MathJax, every image has
 loaded, saved widgets are rendered by the locally served ipywidgets manager, no
-request leaves 127.0.0.1, and no JavaScript error is raised. A screenshot of each
-page goes to _build/screenshots/ for a person to look at.
+request leaves 127.0.0.1, and no JavaScript error is raised. Every figure outside the
+widgets (cell output images) is sharp and unshrunk: its PNG is twice as wide as it is shown
+(device pixel ratio 2) and it is shown at its declared 1x width, not narrowed by the column.
+A screenshot of each page goes to _build/screenshots/ for a person to look at.
 """
 
 import json
@@ -31,11 +33,27 @@ RESULTS = {}
 
 CHECK_PAGE = """
 async () => {
+  const closed = Array.from(document.querySelectorAll('details:not([open])'));
+  closed.forEach(d => { d.open = true; });  // figures in hidden solutions get laid out too
   for (const img of Array.from(document.images)) {
     img.loading = 'eager';
     img.scrollIntoView();
     try { await img.decode(); } catch (e) {}
   }
+  const figures = Array.from(document.querySelectorAll('.cell_output img'))
+    .filter(i => !i.closest('.jupyter-widgets, .widget-output'))
+    .map(i => {
+      const figure = i.closest('figure');
+      const caption = figure && figure.querySelector('figcaption');
+      return {
+        image: i.getAttribute('src').split('/').pop().slice(0, 16),
+        caption: caption ? caption.textContent.trim().slice(0, 50) : '',
+        natural: i.naturalWidth,
+        shown: i.clientWidth,
+        declared: parseFloat(i.getAttribute('width') || i.style.width) || null,
+      };
+    });
+  closed.forEach(d => { d.open = false; });
   window.scrollTo(0, 0);
   const maths = Array.from(document.querySelectorAll('.math'));
   return {
@@ -48,9 +66,33 @@ async () => {
     widgets: document.querySelectorAll('.jupyter-widgets').length,
     sliders: document.querySelectorAll('.widget-slider, .widget-hslider').length,
     widget_images: document.querySelectorAll('.jupyter-widgets img, .widget-output img').length,
+    figures,
   };
 }
 """
+
+
+def figure_problem(page_path, figure, tolerance_px=3):
+    """What is wrong with one figure measured in the page ('' if nothing): 2x and unshrunk."""
+    where = f"{page_path}: image {figure['image']}... ({figure['caption'] or 'no caption'})"
+    natural, shown, declared = figure["natural"], figure["shown"], figure["declared"]
+    if declared is None:
+        return f"{where}: no declared width (width attribute or style); its notebook output lacks width metadata"
+    if abs(shown - declared) > 1:
+        return f"{where}: shown {shown} px wide, declared {declared:g} px (shrunk by the column?)"
+    if abs(natural - 2 * shown) > tolerance_px:
+        return f"{where}: PNG {natural} px wide shown at {shown} px, not 2x"
+    return ""
+
+
+def test_figure_problem_names_the_page_and_the_image():
+    sharp = {"image": "abc", "caption": "Fig. 1.1 x", "natural": 1122, "shown": 561, "declared": 561.0}
+    assert figure_problem("book/01.html", sharp) == ""
+    shrunk = {**sharp, "natural": 1344, "shown": 600, "declared": 700.0}
+    assert "book/01.html: image abc... (Fig. 1.1 x): shown 600 px wide, declared 700" in figure_problem("book/01.html", shrunk)
+    blurred = {**sharp, "natural": 561}
+    assert "PNG 561 px wide shown at 561 px, not 2x" in figure_problem("book/01.html", blurred)
+    assert "no declared width" in figure_problem("book/01.html", {**sharp, "declared": None})
 
 
 @pytest.mark.parametrize("page_path", PAGES)
@@ -77,11 +119,16 @@ def test_page_renders_offline(page_path, browser, book_server, screenshot_dir):
     page.close()
 
     outside = [url for url in requests if not url.startswith((book_server, "data:", "blob:", "about:"))]
-    RESULTS[page_path] = {**found, "requests": len(requests), "outside_requests": len(outside)}
+    figures = found.pop("figures")
+    RESULTS[page_path] = {**found, "figures": len(figures), "requests": len(requests), "outside_requests": len(outside)}
     assert outside == [], f"requests left 127.0.0.1: {outside[:5]}"
     assert failed == [], f"requests failed: {failed[:5]}"
     assert errors == [], f"page errors: {errors[:3]}"
     assert found["broken_images"] == [], f"images did not load: {found['broken_images'][:3]}"
+    blurred = [problem for figure in figures if (problem := figure_problem(page_path, figure))]
+    assert blurred == [], "figures not sharp at 2x or shrunk by the column:\n" + "\n".join(blurred)
+    if page_path.startswith("book/") and page_path[5:7].isdigit():
+        assert figures, f"{page_path}: no figure found in the cell outputs"
     if has_math:
         assert found["typeset"] == found["math"] > 0, f"only {found['typeset']} of {found['math']} math elements typeset"
     if found["widget_views"]:
