@@ -34,7 +34,7 @@ def _feature_strip(ax, x, y, width, height, num_heads, alpha=0.55):
                                facecolor=_HEAD_COLOURS[i % len(_HEAD_COLOURS)], edgecolor="0.25", alpha=alpha))
 
 
-def draw_multihead(num_heads: int = 3, figsize=(11, 4.2)):
+def draw_multihead(num_heads: int = 3, figsize=(12, 4.6)):
     """The multi-head split and merge, left to right, for ``num_heads`` heads (1 to 8).
 
     X (n x d_model) -> one product each, X W^Q, X W^K, X W^V (n x d_model), whose columns are
@@ -53,30 +53,30 @@ def draw_multihead(num_heads: int = 3, figsize=(11, 4.2)):
     rows = [4.2 * (num_heads - i) / (num_heads + 1) + 0.2 for i in range(num_heads)]  # one row per head, top down
     middle = 2.3
 
-    _box(ax, 0.65, middle, 1.05, 0.8, "input $X$\n$n \\times d_{\\mathrm{model}}$")
+    _box(ax, 0.65, middle, 1.05, 0.8, "input $X$\n$n \\times d_{\\mathrm{model}}$", fontsize=10)
     _arrow(ax, (1.2, middle), (1.6, middle))
-    _box(ax, 2.45, middle, 1.55, 0.95, "$XW^Q,\\ XW^K,\\ XW^V$\neach $n \\times d_{\\mathrm{model}}$", fontsize=8.5)
+    _box(ax, 2.45, middle, 1.55, 0.95, "$XW^Q,\\ XW^K,\\ XW^V$\neach $n \\times d_{\\mathrm{model}}$", fontsize=9.25)
     _feature_strip(ax, 2.45, middle - 0.68, 1.45, 0.16, num_heads)
-    ax.text(2.45, middle - 0.85, "columns cut into\n$h$ blocks of $d_k$", ha="center", va="top", fontsize=8, color="0.3")
+    ax.text(2.45, middle - 0.85, "columns cut into\n$h$ blocks of $d_k$", ha="center", va="top", fontsize=8.75, color="0.3")
     for i, y in enumerate(rows):
         colour = _HEAD_COLOURS[i % len(_HEAD_COLOURS)]
         _arrow(ax, (3.25, middle), (3.85, y))
-        _box(ax, 4.55, y, 1.3, 0.55, f"head {i + 1}\n$Q_{i + 1}, K_{i + 1}, V_{i + 1}$", colour=colour, fontsize=8.5, alpha=0.35)
+        _box(ax, 4.55, y, 1.3, 0.55, f"head {i + 1}\n$Q_{i + 1}, K_{i + 1}, V_{i + 1}$", colour=colour, fontsize=9.25, alpha=0.35)
         _arrow(ax, (5.25, y), (5.65, y))
         _box(ax, 6.75, y, 2.05, 0.55,
              f"$\\mathrm{{softmax}}\\!\\left(Q_{i + 1} K_{i + 1}^\\top / \\sqrt{{d_k}}\\right) V_{i + 1}$",
-             colour=colour, fontsize=8.5, alpha=0.35)
+             colour=colour, fontsize=9.25, alpha=0.35)
         _arrow(ax, (7.82, y), (8.45, middle))
-    ax.text(4.55, 4.55, "split: $h$ heads,\neach $n \\times d_k$", ha="center", va="top", fontsize=8.5)
-    ax.text(6.75, 4.55, "attend, every head on its own;\neach output $n \\times d_k$", ha="center", va="top", fontsize=8.5)
-    _box(ax, 9.0, middle, 1.0, 0.8, "concat\n$n \\times h d_k$")
+    ax.text(4.55, 4.55, "split: $h$ heads,\neach $n \\times d_k$", ha="center", va="top", fontsize=9.25)
+    ax.text(6.75, 4.55, "attend, every head on its own;\neach output $n \\times d_k$", ha="center", va="top", fontsize=9.25)
+    _box(ax, 9.0, middle, 1.0, 0.8, "concat\n$n \\times h d_k$", fontsize=10)
     _feature_strip(ax, 9.0, middle - 0.6, 0.95, 0.16, num_heads)
     _arrow(ax, (9.52, middle), (9.9, middle))
-    _box(ax, 10.4, middle, 0.85, 0.95, "$\\cdot\\, W^O$\n$d_{\\mathrm{model}}$\n$\\times d_{\\mathrm{model}}$", fontsize=8.5)
+    _box(ax, 10.4, middle, 0.85, 0.95, "$\\cdot\\, W^O$\n$d_{\\mathrm{model}}$\n$\\times d_{\\mathrm{model}}$", fontsize=9.25)
     _arrow(ax, (10.85, middle), (11.2, middle))
-    ax.text(11.75, middle, "output\n$n \\times d_{\\mathrm{model}}$", ha="center", va="center", fontsize=8.5)
+    ax.text(11.75, middle, "output\n$n \\times d_{\\mathrm{model}}$", ha="center", va="center", fontsize=9.25)
     ax.text(12.3, 0.05, f"$h = {num_heads}$ heads, $d_k = d_{{\\mathrm{{model}}}} / h$; rows are tokens",
-            ha="right", va="bottom", fontsize=8.5, color="0.3")
+            ha="right", va="bottom", fontsize=9.25, color="0.3")
     return fig
 
 
@@ -89,7 +89,7 @@ def _path_node(ax, x, y, label, highlight=False):
 
     ax.add_patch(Circle((x, y), 0.28, facecolor="mistyrose" if highlight else "white",
                         edgecolor="tab:red" if highlight else "0.3", linewidth=1.4 if highlight else 0.9, zorder=3))
-    ax.text(x, y, label, ha="center", va="center", fontsize=8.5, zorder=4)
+    ax.text(x, y, label, ha="center", va="center", fontsize=11, zorder=4)
 
 
 def _edge(ax, start, end, highlight=False):
@@ -98,7 +98,7 @@ def _edge(ax, start, end, highlight=False):
             linewidth=2.0 if highlight else 0.7, zorder=2 if highlight else 1)
 
 
-def draw_connectivity(n: int = 5, kernel_size: int = 3, figsize=(8.4, 3.3)):
+def draw_connectivity(n: int = 5, kernel_size: int = 3, figsize=(11, 4.2)):
     """Which inputs each output reads, in a stack of convolutions, an RNN and one self-attention layer.
 
     Three panels, inputs x_1..x_n at the bottom, positions left to right (1-based).
@@ -132,8 +132,8 @@ def draw_connectivity(n: int = 5, kernel_size: int = 3, figsize=(8.4, 3.3)):
             label = f"$x_{i}$" if layer == 0 else ""
             _path_node(ax, i, layer, label, route[layer] == i)
         if layer:
-            ax.text(0.35, layer, f"layer {layer}", ha="right", va="center", fontsize=8, color="0.3")
-    ax.set_title(f"CNN, kernel {kernel_size}: $x_1$ reaches position {n}\nafter {depth} layers", fontsize=9)
+            ax.text(0.35, layer, f"layer {layer}", ha="right", va="center", fontsize=10.5, color="0.3")
+    ax.set_title(f"CNN, kernel {kernel_size}: $x_1$ reaches position {n}\nafter {depth} layers", fontsize=11.5)
 
     # RNN: inputs at the bottom, states z_1..z_n above; z_t reads x_t and z_{t-1}.
     ax = axes[1]
@@ -145,7 +145,7 @@ def draw_connectivity(n: int = 5, kernel_size: int = 3, figsize=(8.4, 3.3)):
     for i in xs:
         _path_node(ax, i, 0, f"$x_{i}$", i == 1)
         _path_node(ax, i, top, f"$z_{i}$", True)
-    ax.set_title(f"RNN: $x_1$ reaches $z_{n}$ after {paths['RNN']} steps,\none after another", fontsize=9)
+    ax.set_title(f"RNN: $x_1$ reaches $z_{n}$ after {paths['RNN']} steps,\none after another", fontsize=11.5)
 
     # Self-attention: every output reads every input.
     ax = axes[2]
@@ -155,7 +155,7 @@ def draw_connectivity(n: int = 5, kernel_size: int = 3, figsize=(8.4, 3.3)):
     for i in xs:
         _path_node(ax, i, 0, f"$x_{i}$", i == 1)
         _path_node(ax, i, top, f"$y_{i}$", i == n)
-    ax.set_title(f"self-attention: $x_1$ reaches $y_{n}$\nin {paths['self-attention']} layer", fontsize=9)
+    ax.set_title(f"self-attention: $x_1$ reaches $y_{n}$\nin {paths['self-attention']} layer", fontsize=11.5)
 
     for ax in axes:
         ax.set_ylim(-0.6, top + 0.6)
@@ -165,7 +165,7 @@ def draw_connectivity(n: int = 5, kernel_size: int = 3, figsize=(8.4, 3.3)):
         ax.set_yticks([])
         for spine in ax.spines.values():
             spine.set_visible(False)
-        ax.set_xlabel("position", fontsize=8)
+        ax.set_xlabel("position", fontsize=10.5)
     fig.subplots_adjust(left=0.02, right=0.99, bottom=0.08, top=0.86, wspace=0.12)
     return fig
 
