@@ -21,9 +21,10 @@ def smallest_text_px(figure, displayed_width_px: float) -> float:
     """The size in CSS pixels of ``figure``'s smallest visible text, shown ``displayed_width_px`` wide.
 
     Every visible, non-empty text artist counts (titles, labels, tick labels, legends,
-    annotations). A text of ``s`` points is ``s / 72`` inches tall; the figure's width in
-    inches maps to ``displayed_width_px``. Returns ``inf`` for a figure without text. Draw the
-    figure first, so that its tick labels exist.
+    annotations; a tick label outside the view has the size of the drawn ones). A text of
+    ``s`` points is ``s / 72`` inches tall; the figure's width in inches maps to
+    ``displayed_width_px``. Returns ``inf`` for a figure without text. Draw the figure first,
+    so that its tick labels exist.
     """
     width_in = figure.get_figwidth()
     if not width_in > 0 or not displayed_width_px > 0:
@@ -31,17 +32,9 @@ def smallest_text_px(figure, displayed_width_px: float) -> float:
     sizes = [
         text.get_fontsize()
         for text in figure.findobj(Text)
-        if text.get_visible() and text.get_text().strip() and _drawn(text)
+        if text.get_visible() and text.get_text().strip()
     ]
     return min(sizes, default=float("inf")) / 72 * displayed_width_px / width_in
-
-
-def _drawn(text) -> bool:
-    """False for a tick label of a tick matplotlib does not draw (outside the view limits)."""
-    axes = text.axes
-    if axes is None or not hasattr(text, "get_unitless_position"):
-        return True
-    return bool(text.get_window_extent().overlaps(axes.figure.bbox)) if text.figure is not None else True
 
 
 def sharp_png(figure) -> tuple[bytes, dict] | None:
