@@ -10,16 +10,21 @@ BIN := $(VENV)/bin
 VENV_STAMP := $(VENV)/.installed
 WIDGETS_JS := _vendor/html-manager/embed.js
 BOOK_INDEX := _build/html/index.html
+# The whole book as one PDF (`make pdf`), and its copy in the HTML book (the intro links it).
+PDF := _build/pdf/attention-from-scratch.pdf
+HTML_PDF := _build/html/attention-from-scratch.pdf
+# Without Debian's Chromium (a laptop) `make book` and `make test` leave the PDF out (its test skips).
+BOOK_PDF := $(if $(wildcard /usr/bin/chromium),$(HTML_PDF))
 BOOK_SOURCES := _config.yml _toc.yml $(shell find book -name '*.ipynb' -o -name '*.md' 2>/dev/null | grep -v ipynb_checkpoints)
 NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
 
-.PHONY: book test lab notebooks bench clean setup
+.PHONY: book test lab notebooks bench clean setup pdf
 
-book: $(VENV_STAMP) $(WIDGETS_JS)
+book: $(VENV_STAMP) $(WIDGETS_JS) $(BOOK_PDF)
 	$(BIN)/jupyter-book build -W -n --keep-going .
 	@echo "The book: $(CURDIR)/$(BOOK_INDEX)"
 
-test: $(VENV_STAMP) $(BOOK_INDEX)
+test: $(VENV_STAMP) $(BOOK_INDEX) $(BOOK_PDF)
 	$(PY) -m pytest --durations=12
 
 setup: $(VENV_STAMP) $(WIDGETS_JS)
@@ -46,6 +51,16 @@ $(WIDGETS_JS): node_modules/.installed
 
 $(BOOK_INDEX): $(VENV_STAMP) $(WIDGETS_JS) $(BOOK_SOURCES)
 	$(BIN)/jupyter-book build -W -n --keep-going .
+
+# Jupyter Book's single-page HTML, printed by Debian's Chromium (tests/tools/print_pdf.py).
+pdf: $(PDF)
+
+$(PDF): $(VENV_STAMP) $(WIDGETS_JS) $(BOOK_SOURCES) tests/tools/print_pdf.py tests/tools/print.css
+	$(PY) tests/tools/print_pdf.py --out $@
+
+$(HTML_PDF): $(PDF)
+	mkdir -p $(@D)
+	cp $(PDF) $@
 
 lab: $(VENV_STAMP)
 	$(BIN)/jupyter lab --notebook-dir=book

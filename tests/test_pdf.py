@@ -1,0 +1,191 @@
+"""The book as one PDF (`make pdf`, printed by tests/tools/print_pdf.py): complete and typeset.
+
+The PDF is read back with poppler's `pdftotext`/`pdfinfo` and `pypdf`: its page count is in a
+sane range, every chapter's title is in its text, no formula was left as raw TeX, its outline
+(bookmarks) has one entry per chapter with the chapter's sections under it, printing made no
+request to another host, and the built HTML book's intro page links a copy of it.
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import urljoin, urlparse
+
+import pytest
+import yaml
+
+from conftest import HTML, ROOT, require_chromium
+
+PDF = ROOT / "_build" / "pdf" / "attention-from-scratch.pdf"
+PRINT_REPORT = PDF.parent / "print.json"
+
+# Measured: 232 A4 pages for the 11 chapters and front and back matter (2026-11-23), 14-25 pages
+# a chapter. Fewer than 150 pages means whole chapters or their outputs went missing; more than
+# 600 means the layout broke (a figure or a few lines a page, or text printed at a huge size).
+MIN_PAGES, MAX_PAGES = 150, 600
+
+# TeX that MathJax typesets; left in the text it means a formula was not typeset.
+TEX_COMMAND = re.compile(r"\\(frac|sqrt|mathbf|mathbb|mathcal|mathrm|operatorname|text|sum|prod|"
+                         r"alpha|beta|sigma|top|cdot|times|left|right|begin|end|partial|odot|le|ge|"
+                         r"in|log|exp|max|tanh|quad|qquad|Big|big|dots|ldots)(?![A-Za-z])")
+INLINE_DOLLAR = re.compile(r"\$[^$\s][^$]*\$|\$\$")
+
+
+def require_tool(name: str) -> str:
+    """Skip (on a laptop) or fail (under CI) when a poppler tool is missing."""
+    path = shutil.which(name)
+    if path:
+        return path
+    message = f"`{name}` not found; install it with `apt-get install poppler-utils`"
+    if os.environ.get("CI"):
+        pytest.fail(f"the PDF test must run under CI: {message}")
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="module")
+def book_pdf():
+    """The printed book; printed here (from the stored outputs) if it is missing."""
+    if not PDF.exists():
+        require_chromium()
+        subprocess.run([sys.executable, str(ROOT / "tests" / "tools" / "print_pdf.py"), "--out", str(PDF)],
+                       check=True, cwd=ROOT)
+    return PDF
+
+
+@pytest.fixture(scope="module")
+def pdf_text(book_pdf):
+    pdftotext = require_tool("pdftotext")
+    return subprocess.run([pdftotext, "-enc", "UTF-8", str(book_pdf), "-"], check=True,
+                          capture_output=True, text=True).stdout
+
+
+def toc_files() -> list:
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]]
+    for part in toc.get("parts", []):
+        files += [chapter["file"] for chapter in part["chapters"]]
+    return files
+
+
+def chapter_notebooks() -> list:
+    return [ROOT / f"{name}.ipynb" for name in toc_files() if (ROOT / f"{name}.ipynb").exists()]
+
+
+def chapter_title(notebook: Path) -> str:
+    """The chapter's title: the first `# ` heading of its markdown cells."""
+    for cell in json.loads(notebook.read_text())["cells"]:
+        if cell["cell_type"] == "markdown":
+            for line in "".join(cell["source"]).splitlines():
+                if line.startswith("# "):
+                    return line[2:].strip()
+    raise AssertionError(f"{notebook.name} has no `# ` title")
+
+
+def squeeze(text: str) -> str:
+    """Text without whitespace: pdftotext breaks lines (and so titles) where the page did."""
+    return re.sub(r"\s+", "", text)
+
+
+def code_text() -> str:
+    """Everything the book prints as code: code cells, their text outputs, fenced blocks."""
+    pieces = []
+    for name in toc_files():
+        notebook, markdown = ROOT / f"{name}.ipynb", ROOT / f"{name}.md"
+        if notebook.exists():
+            for cell in json.loads(notebook.read_text())["cells"]:
+                source = "".join(cell["source"])
+                if cell["cell_type"] == "code":
+                    pieces.append(source)
+                    for output in cell.get("outputs", []):
+                        pieces.append("".join(output.get("text", "")))
+                        pieces.append("".join(output.get("data", {}).get("text/plain", "")))
+                else:
+                    pieces += re.findall(r"```.*?```|`[^`\n]+`", source, flags=re.S)
+        elif markdown.exists():
+            pieces += re.findall(r"```.*?```|`[^`\n]+`", markdown.read_text(), flags=re.S)
+    return squeeze("\n".join(pieces))
+
+
+def test_page_count_in_range(book_pdf):
+    pdfinfo = require_tool("pdfinfo")
+    info = subprocess.run([pdfinfo, str(book_pdf)], check=True, capture_output=True, text=True).stdout
+    pages = int(re.search(r"^Pages:\s+(\d+)", info, flags=re.M).group(1))
+    assert MIN_PAGES <= pages <= MAX_PAGES, f"{pages} pages, expected {MIN_PAGES}-{MAX_PAGES}"
+
+
+def test_every_chapter_title_is_in_the_text(pdf_text):
+    text = squeeze(pdf_text)
+    titles = [chapter_title(notebook) for notebook in chapter_notebooks()]
+    assert len(titles) >= 11
+    missing = [title for title in titles if squeeze(title) not in text]
+    assert missing == [], f"chapter titles not in the PDF's text: {missing}"
+
+
+def raw_tex_lines(text: str, code: str) -> list:
+    """Lines of text with raw TeX (`$...$`, `\\frac`, ...) that are not printed code."""
+    found = []
+    for line in text.splitlines():
+        if (INLINE_DOLLAR.search(line) or TEX_COMMAND.search(line)) and squeeze(line) not in code:
+            found.append(line.strip())
+    return found
+
+
+def test_raw_tex_is_found():
+    """The check below can fail: prose with TeX is caught, code that prints TeX is not."""
+    code = squeeze('ax.set_xlabel("query/key size $d$")')
+    assert raw_tex_lines("the score $s = \\frac{a}{b}$ of", code) == ["the score $s = \\frac{a}{b}$ of"]
+    assert raw_tex_lines("where \\operatorname{rowsum}(G) is", code) != []
+    assert raw_tex_lines('ax.set_xlabel("query/key size $d$")', code) == []
+    assert raw_tex_lines("typeset: α = softmax(s) and √d", code) == []
+
+
+def test_no_raw_tex_outside_code(pdf_text):
+    leftovers = raw_tex_lines(pdf_text, code_text())
+    assert leftovers == [], f"{len(leftovers)} lines of raw TeX in the PDF's text: {leftovers[:6]}"
+
+
+def test_outline_has_one_entry_per_chapter(book_pdf):
+    from pypdf import PdfReader
+
+    reader = PdfReader(book_pdf)
+    outline = reader.outline
+    top = [item for item in outline if not isinstance(item, list)]
+    titles = [item.title for item in top]
+    chapters = [chapter_title(notebook) for notebook in chapter_notebooks()]
+    numbered = [f"{number}. {title}" for number, title in enumerate(chapters, start=1)]
+    for title in numbered:
+        assert titles.count(title) == 1, f"bookmark {title!r} appears {titles.count(title)} times in {titles}"
+    positions = [titles.index(title) for title in numbered]
+    assert positions == sorted(positions), f"chapters out of order in the outline: {titles}"
+    # Each chapter's bookmark opens onto its sections, on the pages that follow.
+    for position in positions:
+        item = top[position]
+        following = outline[outline.index(item) + 1]
+        assert isinstance(following, list) and len(following) >= 3, f"{item.title!r} has no sections"
+        first_section = following[0]
+        assert reader.get_destination_page_number(first_section) >= reader.get_destination_page_number(item)
+
+
+def test_printing_made_no_request_to_another_host(book_pdf):
+    report = json.loads(PRINT_REPORT.read_text())
+    assert report["requests"] > 0 and report["outside_requests"] == 0
+    assert report["widgets"] == report["views"], "saved widgets not rendered in the PDF"
+    assert report["typeset"] == report["math"] > 0, "formulas not typeset in the PDF"
+
+
+def test_intro_page_links_the_pdf(book_pdf):
+    intro = HTML / f"{toc_files()[0]}.html"
+    if not intro.exists():
+        pytest.skip(f"{intro} not built (`make book` builds it and copies the PDF next to it)")
+    links = re.findall(r'href="([^"#?]+\.pdf)"', intro.read_text())
+    assert links, f"{intro.name} links no PDF"
+    page_url = "http://book/" + intro.relative_to(HTML).as_posix()
+    for link in links:
+        target = HTML / urlparse(urljoin(page_url, link)).path.lstrip("/")
+        assert target.is_file(), f"{intro.name} links {link}, which is not in the built book ({target})"
+        assert target.read_bytes()[:5] == b"%PDF-"
+        assert target.stat().st_size == book_pdf.stat().st_size, f"{target} is not the latest PDF"
