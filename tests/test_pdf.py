@@ -23,8 +23,8 @@ from conftest import HTML, ROOT, require_chromium
 PDF = ROOT / "_build" / "pdf" / "attention-from-scratch.pdf"
 PRINT_REPORT = PDF.parent / "print.json"
 
-# Measured: 232 A4 pages for the 11 chapters and front and back matter (2026-11-23), 14-25 pages
-# a chapter. Fewer than 150 pages means whole chapters or their outputs went missing; more than
+# Measured: 233-251 A4 pages for the 11 chapters and the front and back matter (2026-11-23),
+# 15-27 pages a chapter. Fewer than 150 pages means whole chapters or their outputs went missing; more than
 # 600 means the layout broke (a figure or a few lines a page, or text printed at a huge size).
 MIN_PAGES, MAX_PAGES = 150, 600
 
