@@ -175,6 +175,8 @@ def test_printing_made_no_request_to_another_host(book_pdf):
     assert report["requests"] > 0 and report["outside_requests"] == 0
     assert report["widgets"] == report["views"], "saved widgets not rendered in the PDF"
     assert report["typeset"] == report["math"] > 0, "formulas not typeset in the PDF"
+    # Every page of _toc.yml after the root (which holds them all) printed as its own document.
+    assert report["documents"] == len(toc_files()) - 1
 
 
 def test_intro_page_links_the_pdf(book_pdf):
