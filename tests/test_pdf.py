@@ -174,6 +174,8 @@ def test_printing_made_no_request_to_another_host(book_pdf):
     report = json.loads(PRINT_REPORT.read_text())
     assert report["requests"] > 0 and report["outside_requests"] == 0
     assert report["widgets"] == report["views"], "saved widgets not rendered in the PDF"
+    assert report["widget_frames"] == [1] * report["views"], \
+        f"each explorer must print as one picture (its saved frame): {report['widget_frames']}"
     assert report["typeset"] == report["math"] > 0, "formulas not typeset in the PDF"
     # Every page of _toc.yml after the root (which holds them all) printed as its own document.
     assert report["documents"] == len(toc_files()) - 1

@@ -98,6 +98,9 @@ async () => {
     headings: headings,
     views: views.length,
     widgets: Array.from(views).filter(v => v.parentElement.querySelector('.jupyter-widgets')).length,
+    // Pictures each explorer shows (a Stack of frames shows only its selected one).
+    widget_frames: Array.from(views).map(v => Array.from(v.parentElement.querySelectorAll('img'))
+      .filter(i => i.getClientRects().length > 0 && i.offsetWidth > 0).length),
     math: maths.length,
     typeset: maths.filter(m => m.querySelector('mjx-container')).length,
     images: document.images.length,
