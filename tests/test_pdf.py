@@ -33,6 +33,7 @@ TEX_COMMAND = re.compile(r"\\(frac|sqrt|mathbf|mathbb|mathcal|mathrm|operatornam
                          r"alpha|beta|sigma|top|cdot|times|left|right|begin|end|partial|odot|le|ge|"
                          r"in|log|exp|max|tanh|quad|qquad|Big|big|dots|ldots)(?![A-Za-z])")
 INLINE_DOLLAR = re.compile(r"\$[^$\s][^$]*\$|\$\$")
+MATH_DELIMITER = re.compile(r"\\\(|\\\)|\\\[|\\\]")  # \( \) \[ \]: math MathJax never reached
 
 
 def require_tool(name: str) -> str:
@@ -129,7 +130,8 @@ def raw_tex_lines(text: str, code: str) -> list:
     """Lines of text with raw TeX (`$...$`, `\\frac`, ...) that are not printed code."""
     found = []
     for line in text.splitlines():
-        if (INLINE_DOLLAR.search(line) or TEX_COMMAND.search(line)) and squeeze(line) not in code:
+        tex = INLINE_DOLLAR.search(line) or TEX_COMMAND.search(line) or MATH_DELIMITER.search(line)
+        if tex and squeeze(line) not in code:
             found.append(line.strip())
     return found
 
@@ -139,6 +141,7 @@ def test_raw_tex_is_found():
     code = squeeze('ax.set_xlabel("query/key size $d$")')
     assert raw_tex_lines("the score $s = \\frac{a}{b}$ of", code) == ["the score $s = \\frac{a}{b}$ of"]
     assert raw_tex_lines("where \\operatorname{rowsum}(G) is", code) != []
+    assert raw_tex_lines("so \\(x_1\\) is", code) != []
     assert raw_tex_lines('ax.set_xlabel("query/key size $d$")', code) == []
     assert raw_tex_lines("typeset: α = softmax(s) and √d", code) == []
 
