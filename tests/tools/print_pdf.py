@@ -4,9 +4,10 @@
    warnings are errors) into ``<out dir>/site/``. Nothing is executed: the stored outputs are used.
 2. That page is made printable: Sphinx's singlehtml builder writes the root document at
    ``book/intro.html`` with links relative to the output root, so the copy is written at the
-   root, ``book.html`` (without the search index, which that builder does not write); myst-nb adds each notebook's saved widget state only to that notebook's
-   own page, so the states of all chapters (and the widget manager's scripts, as configured in
-   ``_config.yml``) are added here; a print style sheet hides the navigation and wraps code.
+   root, ``book.html`` (without the search index, which that builder does not write); myst-nb
+   adds each notebook's saved widget state only to that notebook's own page, so the states of
+   all chapters and the widget manager's scripts (as myst-nb recorded them in this build's
+   environment) are added here; a print style sheet (``print.css``) hides the navigation and wraps code.
 3. Debian's Chromium (driven by playwright, as the browser tests do) opens the page from a
    local server on 127.0.0.1, waits until MathJax has typeset every formula, every saved
    widget is rendered and every image is decoded, and prints it with a PDF outline
@@ -21,6 +22,7 @@ import functools
 import http.server
 import io
 import json
+import pickle
 import re
 import shutil
 import subprocess
@@ -62,9 +64,6 @@ async () => {
   // Exercises' solutions and other folded content: open, a PDF cannot be clicked.
   document.querySelectorAll('details').forEach(d => d.open = true);
   document.querySelectorAll('.toggle-hidden').forEach(e => e.classList.remove('toggle-hidden'));
-  document.querySelectorAll('.tag_hide-cell, .tag_hide-input, .tag_hide-output').forEach(cell => {
-    cell.querySelectorAll('details').forEach(d => d.open = true);
-  });
   // The outline follows heading levels. Each document of the book sits inside the root
   // document's section one level down (chapters are h2): lift them one level, so chapters
   // are top-level bookmarks and their sections are under them.
@@ -134,23 +133,21 @@ def build_singlehtml(site: Path) -> Path:
     return site / "_build" / "singlehtml"
 
 
-def widget_head() -> str:
-    """Script tags for every chapter's saved widget state, then the widget manager's scripts."""
-    from myst_nb.core.render import sanitize_script_content
+def widget_head(singlehtml: Path) -> str:
+    """Script tags for every chapter's saved widget state, then the widget manager's scripts:
+    what myst-nb put on each chapter's own page, read from the same build (its environment)."""
+    from myst_nb.sphinx_ import NbMetadataCollector
 
-    tags = []
+    with open(singlehtml.parent / ".doctrees" / "environment.pickle", "rb") as file:
+        env = pickle.load(file)
+    states, scripts = [], []
     for name in toc_documents():
-        notebook = ROOT / f"{name}.ipynb"
-        if not notebook.exists():
-            continue
-        state = json.loads(notebook.read_text()).get("metadata", {}).get("widgets", {}).get(WIDGET_STATE, {})
-        if state.get("state"):
-            body = sanitize_script_content(json.dumps(state))
-            tags.append(f'<script type="{WIDGET_STATE}">{body}</script>')
-    config = yaml.safe_load((ROOT / "_config.yml").read_text())
-    for path in config["sphinx"]["config"].get("nb_ipywidgets_js", {}):
-        tags.append(f'<script src="_static/{path}"></script>')
-    return "\n".join(tags)
+        for uri, attributes in NbMetadataCollector.get_js_files(env, name).values():
+            if uri is None and attributes.get("type") == WIDGET_STATE:
+                states.append(f'<script type="{WIDGET_STATE}">{attributes["body"]}</script>')
+            elif uri is not None and uri not in scripts:
+                scripts.append(uri)
+    return "\n".join(states + [f'<script src="_static/{uri}"></script>' for uri in scripts])
 
 
 def printable_page(singlehtml: Path) -> Path:
@@ -160,7 +157,7 @@ def printable_page(singlehtml: Path) -> Path:
     if WIDGET_STATE in html:
         raise RuntimeError(f"{source} already holds widget state: the injection below would render twice")
     shutil.copy(PRINT_CSS, singlehtml / "_static" / "book-print.css")
-    head = widget_head() + '\n<link rel="stylesheet" href="_static/book-print.css">\n'
+    head = widget_head(singlehtml) + '\n<link rel="stylesheet" href="_static/book-print.css">\n'
     html = html.replace("</head>", head + "</head>", 1)
     # The search page's index is not written by the singlehtml builder (and a PDF has no search).
     html = html.replace('<script src="searchindex.js"></script>', "")
