@@ -27,14 +27,29 @@ CHROMIUM_ARGS = [
 ]
 
 
-def require_chromium():
-    """Skip (on a laptop) or fail (under CI) when Debian's Chromium is missing."""
-    if CHROMIUM.exists():
+def require(found: bool, message: str) -> None:
+    """Skip (on a laptop) or fail (under CI, where every test must run) when a tool is missing."""
+    if found:
         return
-    message = f"Chromium not found at {CHROMIUM}; install it with `apt-get install chromium`"
     if os.environ.get("CI"):
-        pytest.fail(f"browser tests must run under CI: {message}")
+        pytest.fail(f"this test must run under CI: {message}")
     pytest.skip(message)
+
+
+def require_chromium():
+    """Debian's Chromium, which the browser tests drive."""
+    require(CHROMIUM.exists(), f"Chromium not found at {CHROMIUM}; install it with `apt-get install chromium`")
+
+
+def toc_documents() -> list:
+    """Every document of the book in reading order, from _toc.yml (the root first), without extension."""
+    import yaml
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]]
+    for part in toc.get("parts", []):
+        files += [chapter["file"] for chapter in part["chapters"]]
+    return files
 
 
 @pytest.fixture(scope="session")

@@ -12,20 +12,15 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
 
-from conftest import ROOT
+from conftest import ROOT, toc_documents
 
 pytestmark = pytest.mark.browser
 
 
 def toc_pages():
     """Every page of the book, from _toc.yml, plus Sphinx's own index and search pages."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files = [toc["root"]]
-    for part in toc.get("parts", []):
-        files += [chapter["file"] for chapter in part["chapters"]]
-    return [f"{name}.html" for name in files] + ["genindex.html", "search.html"]
+    return [f"{name}.html" for name in toc_documents()] + ["genindex.html", "search.html"]
 
 
 PAGES = toc_pages()

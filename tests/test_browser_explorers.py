@@ -15,7 +15,6 @@ import io
 import os
 import sys
 from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 import pytest

@@ -7,7 +7,6 @@ request to another host, and the built HTML book's intro page links a copy of it
 """
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -16,9 +15,8 @@ from pathlib import Path
 from urllib.parse import urljoin, urlparse
 
 import pytest
-import yaml
 
-from conftest import HTML, ROOT, require_chromium
+from conftest import HTML, ROOT, require, require_chromium, toc_documents
 
 PDF = ROOT / "_build" / "pdf" / "attention-from-scratch.pdf"
 PRINT_REPORT = PDF.parent / "print.json"
@@ -37,14 +35,10 @@ MATH_DELIMITER = re.compile(r"\\\(|\\\)|\\\[|\\\]")  # \( \) \[ \]: math MathJax
 
 
 def require_tool(name: str) -> str:
-    """Skip (on a laptop) or fail (under CI) when a poppler tool is missing."""
+    """The path of a poppler tool (skip on a laptop without it, fail under CI)."""
     path = shutil.which(name)
-    if path:
-        return path
-    message = f"`{name}` not found; install it with `apt-get install poppler-utils`"
-    if os.environ.get("CI"):
-        pytest.fail(f"the PDF test must run under CI: {message}")
-    pytest.skip(message)
+    require(path is not None, f"`{name}` not found; install it with `apt-get install poppler-utils`")
+    return path
 
 
 @pytest.fixture(scope="module")
@@ -64,16 +58,8 @@ def pdf_text(book_pdf):
                           capture_output=True, text=True).stdout
 
 
-def toc_files() -> list:
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files = [toc["root"]]
-    for part in toc.get("parts", []):
-        files += [chapter["file"] for chapter in part["chapters"]]
-    return files
-
-
 def chapter_notebooks() -> list:
-    return [ROOT / f"{name}.ipynb" for name in toc_files() if (ROOT / f"{name}.ipynb").exists()]
+    return [ROOT / f"{name}.ipynb" for name in toc_documents() if (ROOT / f"{name}.ipynb").exists()]
 
 
 def chapter_title(notebook: Path) -> str:
@@ -94,7 +80,7 @@ def squeeze(text: str) -> str:
 def code_text() -> str:
     """Everything the book prints as code: code cells, their text outputs, fenced blocks."""
     pieces = []
-    for name in toc_files():
+    for name in toc_documents():
         notebook, markdown = ROOT / f"{name}.ipynb", ROOT / f"{name}.md"
         if notebook.exists():
             for cell in json.loads(notebook.read_text())["cells"]:
@@ -181,11 +167,11 @@ def test_printing_made_no_request_to_another_host(book_pdf):
         f"each explorer must print as one picture (its saved frame): {report['widget_frames']}"
     assert report["typeset"] == report["math"] > 0, "formulas not typeset in the PDF"
     # Every page of _toc.yml after the root (which holds them all) printed as its own document.
-    assert report["documents"] == len(toc_files()) - 1
+    assert report["documents"] == len(toc_documents()) - 1
 
 
 def test_intro_page_links_the_pdf(book_pdf):
-    intro = HTML / f"{toc_files()[0]}.html"
+    intro = HTML / f"{toc_documents()[0]}.html"
     if not intro.exists():
         pytest.skip(f"{intro} not built (`make book` builds it and copies the PDF next to it)")
     links = re.findall(r'href="([^"#?]+\.pdf)"', intro.read_text())

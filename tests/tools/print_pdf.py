@@ -31,12 +31,10 @@ import threading
 import time
 from pathlib import Path
 
-import yaml
-
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE.parent))
-from conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402  (one list of launch flags)
+from conftest import CHROMIUM, CHROMIUM_ARGS, toc_documents  # noqa: E402  (one list of launch flags, one reading of _toc.yml)
 
 DEFAULT_OUT = ROOT / "_build" / "pdf" / "attention-from-scratch.pdf"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
@@ -113,15 +111,6 @@ FOOTER = (
     '<div style="font-size:8px; width:100%; text-align:center; color:#555;">'
     '<span class="pageNumber"></span></div>'
 )
-
-
-def toc_documents() -> list:
-    """Every document of the book in reading order, from _toc.yml (root first)."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files = [toc["root"]]
-    for part in toc.get("parts", []):
-        files += [chapter["file"] for chapter in part["chapters"]]
-    return files
 
 
 def build_singlehtml(site: Path) -> Path:
