@@ -141,7 +141,8 @@ def _control(choices: Choices, pairs: list):
     index = next((i for i, (_, value) in enumerate(pairs) if value == choices.value), 0)
     if choices.kind == "menu":
         control = widgets.Dropdown(options=pairs, index=index, description=choices.description, layout=layout)
-    elif choices.kind == "buttons":
+    elif choices.kind == "buttons":  # label and buttons on one line (the HTML book's renderer stacks them)
+        layout = widgets.Layout(width=choices.width or "auto", display="flex", align_items="center")
         control = widgets.ToggleButtons(options=pairs, index=index, description=choices.description,
                                         layout=layout, style={"button_width": "auto"})
     else:
