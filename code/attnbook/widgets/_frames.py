@@ -70,6 +70,12 @@ class Choices:
         return [option if isinstance(option, tuple) else (_label(option), option) for option in options]
 
 
+def with_first(value, options) -> list:
+    """A menu's options: ``options``, with ``value`` put first if it is not among them."""
+    options = list(options)
+    return options if value in options else [value, *options]
+
+
 def _label(value) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
@@ -104,19 +110,14 @@ class FrameGrid:
         self.smallest_text = float("inf")  # CSS px, over every frame drawn
         self._frames = {}
 
-    def first_values(self) -> dict:
-        return first_values(self.grid)
-
-    def combinations(self):
-        return grid_combinations(self.grid)
-
     def frame(self, values: dict) -> tuple[bytes, int, int]:
         """The frame for ``values`` (name -> value): a 256-colour PNG and its CSS width and height."""
+        from ._live import canvas_image
+
         with single_thread():
             self.live.render_pixels(self.view(**values))
-        canvas = self.live.figure.canvas
-        width, height = canvas.get_width_height(physical=True)
-        image = Image.frombuffer("RGBA", (width, height), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
+        image = canvas_image(self.live.figure)
+        width, height = image.size
         buffer = io.BytesIO()
         image.quantize(_COLOURS, method=Image.Quantize.FASTOCTREE).save(
             buffer, format="png", compress_level=_PNG_COMPRESSION)
@@ -127,7 +128,7 @@ class FrameGrid:
     def frames(self) -> dict:
         """indices -> ``frame(values)`` for every combination (drawn once, then kept)."""
         if not self._frames:
-            self._frames = {indices: self.frame(values) for indices, values in self.combinations()}
+            self._frames = {indices: self.frame(values) for indices, values in grid_combinations(self.grid)}
         return self._frames
 
     def close(self):
@@ -137,17 +138,18 @@ class FrameGrid:
 def _control(choices: Choices, pairs: list):
     import ipywidgets as widgets
 
-    layout = widgets.Layout(width=choices.width) if choices.width else widgets.Layout()
     index = next((i for i, (_, value) in enumerate(pairs) if value == choices.value), 0)
     if choices.kind == "menu":
-        control = widgets.Dropdown(options=pairs, index=index, description=choices.description, layout=layout)
+        control = widgets.Dropdown(options=pairs, index=index, description=choices.description,
+                                   layout=widgets.Layout(width=choices.width))
     elif choices.kind == "buttons":  # label and buttons on one line (the HTML book's renderer stacks them)
-        layout = widgets.Layout(width=choices.width or "auto", display="flex", align_items="center")
-        control = widgets.ToggleButtons(options=pairs, index=index, description=choices.description,
-                                        layout=layout, style={"button_width": "auto"})
+        control = widgets.ToggleButtons(
+            options=pairs, index=index, description=choices.description, style={"button_width": "auto"},
+            layout=widgets.Layout(width=choices.width or "auto", display="flex", align_items="center"))
     else:
         control = widgets.SelectionSlider(options=pairs, index=index, description=choices.description,
-                                          layout=layout, style={"description_width": "initial"})
+                                          layout=widgets.Layout(width=choices.width),
+                                          style={"description_width": "initial"})
     control.add_class("attnbook-control")
     return control
 
@@ -163,7 +165,7 @@ def frame_explorer(grid: dict, view, plot, update):
     frame_grid = FrameGrid(grid, view, plot, update)
     frames = frame_grid.frames()
     names = list(grid)
-    first = frame_grid.first_values()
+    first = first_values(grid)
 
     links = []  # jslink returns its Link widget: kept so that a test can check every Stack has one
 

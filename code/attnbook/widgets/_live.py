@@ -49,17 +49,22 @@ def figure_output(figure) -> dict:
     return _png_output(buffer.getvalue(), width, height, len(figure.axes))
 
 
+def canvas_image(figure):
+    """The pixels ``figure``'s Agg canvas holds now (what the last draw or blit left), as a PIL image."""
+    from PIL import Image
+
+    width, height = figure.canvas.get_width_height(physical=True)
+    return Image.frombuffer("RGBA", (width, height), figure.canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
+
+
 def canvas_output(figure) -> dict:
     """A display_data output holding the pixels ``figure``'s Agg canvas holds now, as a PNG.
 
     Unlike ``figure_output`` nothing is drawn: this encodes what the last draw (or
     blit) left in the canvas.
     """
-    from PIL import Image
-
-    canvas = figure.canvas
-    width, height = canvas.get_width_height(physical=True)
-    image = Image.frombuffer("RGBA", (width, height), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
+    image = canvas_image(figure)
+    width, height = image.size
     buffer = io.BytesIO()
     image.save(buffer, format="png", compress_level=_PNG_COMPRESSION)
     return _png_output(buffer.getvalue(), width, height, len(figure.axes))

@@ -8,7 +8,7 @@ import numpy as np
 from .._checks import require_flag, require_int, require_int_in, require_text
 from ..dates import MAX_INPUT_LENGTH
 from ..threads import single_thread
-from ._frames import Choices
+from ._frames import Choices, with_first
 from ._live import live_explorer
 
 EXAMPLES = (
@@ -122,22 +122,22 @@ def decoder_explorer(translator=None, text: str = EXAMPLES[0], step: int = 1, la
 
         translator = pretrained_date_transformer()
     num_layers = len(translator.model.decoder.blocks)
-    examples = list(EXAMPLES) if text in EXAMPLES else [text, *EXAMPLES]
+    examples = with_first(text, EXAMPLES)
     with single_thread():
-        steps = max(decoder_view(translator, t, 1, 0)["num_steps"] for t in examples)
+        steps_of = {t: decoder_view(translator, t, 1, 0)["num_steps"] for t in examples}
+    layers = [(f"layer {i + 1}", i) for i in range(num_layers)]
     controls = {
-        "step": widgets.IntSlider(value=step, min=1, max=steps, description="step t", continuous_update=False),
-        "layer": widgets.Dropdown(options=[(f"layer {i + 1}", i) for i in range(num_layers)], value=layer,
+        "step": widgets.IntSlider(value=step, min=1, max=max(steps_of.values()), description="step t",
+                                  continuous_update=False),
+        "layer": widgets.Dropdown(options=layers, value=layer,
                                   description="layer", layout=widgets.Layout(width="180px")),
         "text": widgets.Dropdown(options=examples, value=text, description="input",
                                  layout=widgets.Layout(width="300px")),
     }
     view = partial(decoder_view, translator, clamp=True, width=max(len(t) for t in examples))
-    with single_thread():
-        steps_of = {t: decoder_view(translator, t, 1, 0)["num_steps"] for t in examples}
     frames = {  # the step slider of each input has as many positions as that input has steps
         "text": Choices("input", examples, kind="menu", value=text, width="300px"),
-        "layer": Choices("layer", [(f"layer {i + 1}", i) for i in range(num_layers)], kind="buttons", value=layer),
+        "layer": Choices("layer", layers, kind="buttons", value=layer),
         "step": Choices("step t", {t: list(range(1, steps_of[t] + 1)) for t in examples}, value=step,
                         depends_on="text"),
     }

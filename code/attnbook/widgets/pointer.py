@@ -10,7 +10,7 @@ import torch
 from .._checks import require_text
 from ..pointer import PointerNetwork, pretrained_sorter, scale_to_unit
 from ..threads import single_thread
-from ._frames import Choices
+from ._frames import Choices, with_first
 from ._live import EXPLORER_DPI, live_explorer
 
 MAX_NUMBERS = 30
@@ -289,7 +289,7 @@ def pointer_explorer(text: str = "20, 5, 10"):
     def update(figure, view):
         return update_pointer_figure(figure, view, view["step"])
 
-    examples = list(EXAMPLES) if text in EXAMPLES else [text, *EXAMPLES]
+    examples = with_first(text, EXAMPLES)
     frames = {
         "text": Choices("numbers", examples, kind="menu", value=text, width="420px"),
         "step": Choices("step t", {t: list(range(1, len(parse_numbers(t)) + 1)) for t in examples},

@@ -147,16 +147,17 @@ def self_attention_explorer(sentence: str = DEFAULT_SENTENCE, token: int = 0, po
     import ipywidgets as widgets
 
     tokens = sentence.split()
+    token_options = [(f"{j}: {word}", j) for j, word in enumerate(tokens)]
     controls = {
         "token": widgets.SelectionSlider(
-            options=[(f"{j}: {word}", j) for j, word in enumerate(tokens)], value=token, description="token",
+            options=token_options, value=token, description="token",
             continuous_update=False,
         ),
         "positions": widgets.Checkbox(value=positions, description="add positional encoding"),
     }
     view = partial(self_attention_view, sentence)
     frames = {
-        "token": Choices("token", [(f"{j}: {word}", j) for j, word in enumerate(tokens)], value=token),
+        "token": Choices("token", token_options, value=token),
         "positions": Choices("add positional encoding", [("no", False), ("yes", True)], kind="buttons",
                              value=positions),
     }

@@ -10,7 +10,7 @@ import torch
 from .._checks import require_int, require_text
 from ..dates import MAX_INPUT_LENGTH, TARGET_LENGTH
 from ..seq2seq import pretrained_date_translator
-from ._frames import Choices
+from ._frames import Choices, with_first
 from ._live import EXPLORER_DPI, live_explorer
 
 #: Inputs of the dropdown: several forms and cases, then two inputs in none of the forms.
@@ -168,9 +168,7 @@ def seq2seq_explorer(text: str = "Monday, May 3, 1999", examples=EXAMPLES):
     import ipywidgets as widgets
 
     _translator()  # load once, before the first draw
-    examples = list(examples)
-    if text not in examples:
-        examples.insert(0, text)
+    examples = with_first(text, examples)
     menu = widgets.Dropdown(options=examples, value=text, description="example", layout=widgets.Layout(width="300px"))
     box = widgets.Text(value=text, description="input", continuous_update=False, layout=widgets.Layout(width="300px"))
     # The menu only fills the text box, whose change redraws the figure (once).

@@ -8,7 +8,7 @@ import torch
 from ..classifier import VOCAB, CLSClassifier, encode
 from ..threads import single_thread
 from .._checks import require_text
-from ._frames import Choices
+from ._frames import Choices, with_first
 from ._live import live_explorer
 
 #: Inputs the explorer offers in the HTML book, where nothing can be typed: A before B, B before A,
@@ -123,7 +123,7 @@ def cls_attention_explorer(model, text: str = "cdAefgBh", layer: int = 0, head: 
     }
 
     view = partial(cls_attention_view, model)
-    examples = list(EXAMPLES) if text in EXAMPLES else [text, *EXAMPLES]
+    examples = with_first(text, EXAMPLES)
     frames = {
         "text": Choices("tokens", examples, kind="menu", value=text),
         "layer": Choices("layer", list(range(num_layers)), value=layer),
