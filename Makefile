@@ -62,8 +62,13 @@ $(HTML_PDF): $(PDF)
 	mkdir -p $(@D)
 	cp $(PDF) $@
 
+# JupyterLab on the chapters as lab/jupyter_lab_config.py sets it up: MyST rendered by
+# jupyterlab-myst and the book's references by lab/labextensions, a file browser of chapters and
+# back matter only, no news pop-up. `jupyter trust` marks the chapters trusted (in the user's
+# Jupyter data folder; the notebooks are not changed), so their saved explorers show before a run.
 lab: $(VENV_STAMP)
-	$(BIN)/jupyter lab --notebook-dir=book
+	$(BIN)/jupyter trust $(NOTEBOOKS)
+	$(BIN)/jupyter lab --notebook-dir=book --config=lab/jupyter_lab_config.py
 
 # Re-execute every chapter in place: how an author refreshes the stored outputs
 # (and saved widget state) that nbval then re-checks. ATTNBOOK_EXPLORER_FRAMES=1 builds each

@@ -1,0 +1,169 @@
+/*
+ * attnbook-lab: a prebuilt JupyterLab 4 extension, written by hand (no build step, no
+ * dependencies), that `make lab` loads (lab/jupyter_lab_config.py).
+ *
+ * jupyterlab-myst renders the chapters' MyST, but it cannot resolve two kinds of reference that
+ * the HTML book resolves:
+ *   - {numref}`fig-...`: the figures are code-cell outputs named in the cell's metadata
+ *     (mystnb.figure.name), which jupyterlab-myst does not read; it shows the bare label with a
+ *     warning sign. Here they become "Fig. C.k" (numbered as in the HTML book: chapter C, the
+ *     k-th named figure) and a click scrolls to the figure.
+ *   - {doc}`05_seq2seq_attention`: jupyterlab-myst links /files/05_seq2seq_attention, which
+ *     is no file, with the bare name as text. Here the text becomes the document's title (its
+ *     first "# " heading) and a click opens it in JupyterLab.
+ * It only changes text and attributes of nodes that jupyterlab-myst rendered; a React re-render
+ * replaces them and the observer below processes the new nodes again.
+ */
+(function () {
+  'use strict';
+
+  var UNRESOLVED = '.jp-Notebook .myst span[title="Cross Reference Not Found"]:not([data-attnbook-ref])';
+  var DOC_LINK = '.myst a.link[href*="/files/"]:not([data-attnbook-ref])';
+  var CSS = [
+    '.myst .attnbook-ref { color: var(--jp-content-link-color); cursor: pointer; }',
+    '.myst .attnbook-ref:hover { text-decoration: underline; }',
+    '.myst span.attnbook-ref > svg { display: none; }'
+  ].join('\n');
+
+  function textNode(element) {
+    for (var i = element.childNodes.length - 1; i >= 0; i--) {
+      var child = element.childNodes[i];
+      if (child.nodeType === Node.TEXT_NODE && child.textContent.trim()) return child;
+    }
+    return null;
+  }
+
+  function panelOf(app, node) {
+    for (var widget of app.shell.widgets('main')) {
+      if (widget.context && widget.content && widget.node.contains(node)) return widget;
+    }
+    return null;
+  }
+
+  function directory(path) {
+    var i = path.lastIndexOf('/');
+    return i < 0 ? '' : path.slice(0, i + 1);
+  }
+
+  function figures(panel) {
+    var match = /^(\d+)_/.exec(panel.context.path.split('/').pop());
+    var prefix = match ? String(parseInt(match[1], 10)) + '.' : '';
+    var numbers = {};
+    var k = 0;
+    panel.content.widgets.forEach(function (cell, index) {
+      if (cell.model.type !== 'code') return;
+      var meta = cell.model.getMetadata('mystnb');
+      var name = meta && meta.figure && meta.figure.name;
+      if (!name) return;
+      k += 1;
+      numbers[name] = {text: 'Fig. ' + prefix + k, index: index};
+    });
+    return numbers;
+  }
+
+  function showCell(panel, index) {
+    var notebook = panel.content;
+    notebook.activeCellIndex = index;
+    var cell = notebook.widgets[index];
+    var output = cell.node.querySelector('.jp-OutputArea') || cell.node;
+    if (typeof notebook.scrollToItem === 'function') {
+      notebook.scrollToItem(index, 'start').then(function () { output.scrollIntoView({block: 'start'}); });
+    } else {
+      output.scrollIntoView({block: 'start'});
+    }
+  }
+
+  var titles = {};
+  function title(app, path) {
+    if (!titles[path]) {
+      titles[path] = app.serviceManager.contents.get(path, {content: true}).then(function (model) {
+        var text = '';
+        if (model.type === 'notebook') {
+          var cells = model.content.cells.filter(function (cell) { return cell.cell_type === 'markdown'; });
+          text = cells.length ? [].concat(cells[0].source).join('') : '';
+        } else {
+          text = model.content || '';
+        }
+        var heading = /^#\s+(.+)$/m.exec(text);
+        return heading ? heading[1].trim() : null;
+      }).catch(function () { return null; });
+    }
+    return titles[path];
+  }
+
+  function fixFigureReferences(app) {
+    document.querySelectorAll(UNRESOLVED).forEach(function (span) {
+      var panel = panelOf(app, span);
+      var text = textNode(span);
+      if (!panel || !text) return;
+      var figure = figures(panel)[text.textContent.trim()];
+      span.setAttribute('data-attnbook-ref', figure ? 'figure' : 'unknown');
+      if (!figure) return;
+      text.textContent = figure.text;
+      span.title = figure.text + ' (a figure of this chapter)';
+      span.classList.remove('text-yellow-600');
+      span.classList.add('attnbook-ref');
+      span.setAttribute('role', 'link');
+      span.addEventListener('click', function (event) {
+        event.preventDefault();
+        showCell(panel, figure.index);
+      });
+    });
+  }
+
+  function fixDocumentLinks(app) {
+    document.querySelectorAll(DOC_LINK).forEach(function (link) {
+      var name = decodeURIComponent(new URL(link.href).pathname.split('/files/').pop());
+      var panel = panelOf(app, link);
+      link.setAttribute('data-attnbook-ref', 'document');
+      if (!panel || /\.[A-Za-z0-9]+$/.test(name)) return;  // a real file: leave it
+      var base = directory(panel.context.path) + name;
+      var path = /^\d+_/.test(name.split('/').pop()) ? base + '.ipynb' : base + '.md';
+      var factory = path.endsWith('.md') ? 'Markdown Preview' : undefined;
+      link.classList.add('attnbook-ref');
+      link.setAttribute('href', '#');
+      link.title = 'Open ' + path.split('/').pop() + ' in JupyterLab';
+      link.addEventListener('click', function (event) {
+        event.preventDefault();
+        app.commands.execute('docmanager:open', factory ? {path: path, factory: factory} : {path: path});
+      });
+      title(app, path).then(function (heading) {
+        var text = textNode(link);
+        if (heading && text && text.textContent.trim() === name) text.textContent = heading;
+      });
+    });
+  }
+
+  var plugin = {
+    id: 'attnbook-lab:book-references',
+    description: "Numbers the book's figure references and names its chapter links in JupyterLab.",
+    autoStart: true,
+    activate: function (app) {
+      var style = document.createElement('style');
+      style.textContent = CSS;
+      document.head.appendChild(style);
+      var pending = false;
+      function run() {
+        pending = false;
+        fixFigureReferences(app);
+        fixDocumentLinks(app);
+      }
+      new MutationObserver(function () {
+        if (!pending) {
+          pending = true;
+          setTimeout(run, 50);
+        }
+      }).observe(document.body, {childList: true, subtree: true});
+    }
+  };
+
+  var container = {
+    init: function () { return Promise.resolve(); },
+    get: function (module) {
+      if (module !== './extension') return Promise.reject(new Error('attnbook-lab has no module ' + module));
+      return Promise.resolve(function () { return {__esModule: true, default: [plugin]}; });
+    }
+  };
+  window._JUPYTERLAB = window._JUPYTERLAB || {};
+  window._JUPYTERLAB['attnbook-lab'] = container;
+})();
