@@ -281,7 +281,7 @@ def test_multihead_view_matches_the_trained_model():
 
     view = multihead_view(num_heads=4, head=3)
     assert view["weights"].shape == (4, 6, 6) and view["head_dim"] == 8
-    torch.testing.assert_close(view["weights"].sum(dim=-1), torch.ones(4, 6), atol=1e-6, rtol=0)
+    torch.testing.assert_close(view["weights"].sum(dim=-1), torch.ones(4, 6, dtype=torch.float64), atol=1e-6, rtol=0)
     torch.testing.assert_close(view["head_weights"], view["weights"][2], atol=0, rtol=0)  # head 3 = index 2
     torch.testing.assert_close(view["top_card"], view["weights"][2].argmax(dim=-1), atol=0, rtol=0)
     entropy = -(view["weights"] * view["weights"].log()).sum(-1).mean(-1)
@@ -353,11 +353,11 @@ def test_the_figure_updates_in_place_and_returns_the_same_artists():
         assert [id(a) for a in changed] == [id(a) for a in first]  # same artists: only they are redrawn
         assert top not in changed and colour_axes not in changed  # fixed limits, ticks and colour bar
         assert top.get_xlim() == (0, 1) and main.images[0].get_clim() == (0, 1)
-        torch.testing.assert_close(torch.as_tensor(main.images[0].get_array()), view["weights"][head - 1])
+        torch.testing.assert_close(torch.as_tensor(main.images[0].get_array()), view["weights"][head - 1], check_dtype=False)
         strip = torch.as_tensor(top.images[0].get_array().filled(float("nan")))
         assert strip.shape == (6, num_heads * 7 - 1)
         for h in range(num_heads):  # head h + 1 sits in columns 7h .. 7h+5
-            torch.testing.assert_close(strip[:, 7 * h : 7 * h + 6], view["weights"][h])
+            torch.testing.assert_close(strip[:, 7 * h : 7 * h + 6], view["weights"][h], check_dtype=False)
         # The frame and the head names sit over their heads' columns, as fractions of the strip's width.
         width = num_heads * 7 - 1
         frame = top.patches[0]

@@ -1,7 +1,7 @@
 """attnbook: the code of *Attention, from Scratch*.
 
 Layers, bottom up (nothing imports upward):
-  tensor functions  masking, kernel_regression, scoring, score_scaling, attention,
+  tensor functions  compare, masking, kernel_regression, scoring, score_scaling, attention,
                     positional, rotary, chunked
   modules           multihead, self_attention, transformer, pointer, and the chapters'
                     experiments: hard_training, complexity, classifier
@@ -15,6 +15,7 @@ from their submodules (e.g. ``from attnbook.classifier import train_order_classi
 from ._checks import matrix_memory_limit, set_matrix_memory_limit
 from .attention import attention, attention_weights, hard_attention
 from .chunked import chunked_attention
+from .compare import agreement
 from .decoder import EncoderDecoderTransformer, TransformerDecoder, TransformerDecoderBlock, causal_mask
 from .kernel_regression import gaussian_scores, nadaraya_watson, regression_data, regression_target
 from .masking import lengths_to_mask, masked_softmax
@@ -42,6 +43,7 @@ __all__ = [
     "TransformerEncoderBlock",
     "TransformerDecoder",
     "TransformerDecoderBlock",
+    "agreement",
     "apply_rotary",
     "attention",
     "attention_weights",

@@ -89,6 +89,13 @@ def compute_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.float32 if dtype in HALF_DTYPES else dtype
 
 
+def require_float_dtype(name: str, value) -> torch.dtype:
+    """Raise ``TypeError`` unless ``value`` is a floating-point ``torch.dtype``."""
+    if not isinstance(value, torch.dtype) or not value.is_floating_point:
+        raise TypeError(f"{name} must be a floating-point torch.dtype, got {value!r}")
+    return value
+
+
 def require_same_dtype(**tensors: torch.Tensor) -> torch.dtype:
     """Raise ``TypeError`` naming every dtype unless all tensors share one; returns it.
 

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import keep_global_rng
+from ._checks import keep_global_rng, require_float_dtype
 from .threads import single_thread
 from .transformer import TransformerEncoder
 
@@ -88,20 +88,22 @@ def accuracy(model: nn.Module, tokens, valid_lens, labels) -> float:
 
 
 def train_order_classifier(steps: int = 250, batch_size: int = 64, lr: float = 3e-3, seed: int = 0,
-                           max_len: int = 24, progress: bool = True):
+                           max_len: int = 24, progress: bool = True, dtype: torch.dtype = torch.float64):
     """Train a seeded CLSClassifier on fresh batches of the "A before B?" task.
 
-    Runs on one thread (identical results on every machine setting), with Adam and
-    a linear learning-rate decay; shows a tqdm bar if ``progress``.
+    Runs on one thread with Adam and a linear learning-rate decay; shows a tqdm bar if
+    ``progress``. The arithmetic is in ``dtype``, float64 by default, so that the rounding
+    of float32 (which differs between CPUs) cannot move the printed results.
     Returns (model in eval mode, history dict with per-step "loss" and "seconds").
     """
     from tqdm.auto import tqdm
 
+    require_float_dtype("dtype", dtype)
     history = {"loss": []}
     start = time.perf_counter()
     with single_thread(), keep_global_rng():  # seeds its own stream; the reader's is restored after
         torch.manual_seed(seed)
-        model = CLSClassifier(max_len=max_len)
+        model = CLSClassifier(max_len=max_len).to(dtype)
         generator = torch.Generator().manual_seed(seed + 1)
         optimizer = torch.optim.Adam(model.parameters(), lr=lr)
         schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1 - step / steps)
