@@ -18,7 +18,7 @@ BOOK_PDF := $(if $(wildcard /usr/bin/chromium),$(HTML_PDF))
 BOOK_SOURCES := _config.yml _toc.yml $(shell find book -name '*.ipynb' -o -name '*.md' 2>/dev/null | grep -v ipynb_checkpoints)
 NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
 
-.PHONY: book test lab notebooks bench clean setup pdf
+.PHONY: book test test-portable lab notebooks bench clean setup pdf
 
 book: $(VENV_STAMP) $(WIDGETS_JS) $(BOOK_PDF)
 	$(BIN)/jupyter-book build -W -n --keep-going .
@@ -26,6 +26,12 @@ book: $(VENV_STAMP) $(WIDGETS_JS) $(BOOK_PDF)
 
 test: $(VENV_STAMP) $(BOOK_INDEX) $(BOOK_PDF)
 	$(PY) -m pytest --durations=12
+
+# The stored outputs and the unit tests again, under other numeric set-ups than the one the
+# chapters were recorded in: ATen's lower SIMD levels, MKL limited to SSE4.2 / AVX2, 1 and 2
+# threads (tests/tools/portability.py). Every printed number must hold on every reader's CPU.
+test-portable: $(VENV_STAMP)
+	$(PY) tests/tools/portability.py
 
 setup: $(VENV_STAMP) $(WIDGETS_JS)
 
