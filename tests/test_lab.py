@@ -1,14 +1,21 @@
-"""Every chapter in a real JupyterLab, driven by headless Chromium.
+"""Every chapter in a real JupyterLab, driven by headless Chromium, as `make lab` sets it up.
 
-Starts `jupyter lab` from the book's environment on 127.0.0.1 (token, temporary
-config/data/runtime folders, a temporary copy of book/ so autosave cannot touch
-the stored notebooks), then for each chapter: open it, run all cells, assert no
-cell raised, press ArrowRight on the first slider, and assert that the widget's
-figure changed. Screenshots go to _build/screenshots/lab/.
+Starts `jupyter lab` from the book's environment on 127.0.0.1 with `make lab`'s configuration
+(lab/jupyter_lab_config.py; token, temporary config/data/runtime folders, a temporary copy of
+book/ so autosave cannot touch the stored notebooks, chapters trusted with `jupyter trust` as
+`make lab` does). Checks the file browser (chapters and back matter only) and that no news
+pop-up appears; then for each chapter, before running it: every markdown cell rendered by
+jupyterlab-myst with no raw MyST left (roles, directives, unresolved references), figure
+references numbered as in the HTML book, solutions collapsed, the saved explorer shown; then
+run all cells, assert no cell raised, press ArrowRight on the first slider, and assert that the
+widget's figure changed. Screenshots (a rendered cross-reference and the moved explorer of each
+chapter) go to _build/screenshots/lab/. ATTNBOOK_NOTEBOOKS=/some/folder takes the chapters from
+there instead of book/ (e.g. copies with collapsed solutions).
 """
 
 import json
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -18,13 +25,60 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from conftest import ROOT, SCREENSHOTS, venv_bin
 
 pytestmark = pytest.mark.lab
 
-CHAPTERS = sorted(path.name for path in (ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
+BOOK = ROOT / "book"
+NOTEBOOKS = Path(os.environ.get("ATTNBOOK_NOTEBOOKS", BOOK))
+CHAPTERS = sorted(path.name for path in BOOK.glob("[0-9][0-9]_*.ipynb"))
+BACK_MATTER = sorted(path.name for path in BOOK.glob("*.md"))
+LAB_CONFIG = ROOT / "lab" / "jupyter_lab_config.py"
 RUN_TIMEOUT_MS = 240_000
+# MyST source that must not be visible in a rendered markdown cell.
+# A role stays visible as "{numref}" even where plain Markdown turns its `target` into code.
+RAW_MYST = re.compile(r"\{(?:numref|ref|doc|cite|term|eq|glossary|download)\}|:::\{|```\{")
+HIDE_TAGS = ("hide-cell", "hide-input", "hide-output")
+
+MARKDOWN_RENDERED = r"""
+() => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  const markdown = panel.content.widgets.filter(cell => cell.model.type === 'markdown');
+  const rendered = panel.node.querySelectorAll('.jp-MarkdownCell .myst').length;
+  const unresolved = panel.node.querySelectorAll('.myst [title="Cross Reference Not Found"]').length;
+  const untitled = [...panel.node.querySelectorAll('.myst a.link')].filter(
+    link => /^\d\d_\w+$/.test(link.textContent.trim())).length;  // chapter titles arrive asynchronously
+  return markdown.length > 0 && rendered === markdown.length && unresolved === 0 && untitled === 0;
+}
+"""
+
+MARKDOWN_STATE = """
+() => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  const cells = panel.content.widgets;
+  const markdown = cells.filter(cell => cell.model.type === 'markdown');
+  const hideTags = %s;
+  const hidden = cells.filter(cell => (cell.model.getMetadata('tags') || []).some(tag => hideTags.includes(tag)));
+  return {
+    markdown: markdown.length,
+    texts: markdown.map(cell => { const node = cell.node.querySelector('.myst'); return node ? node.textContent : null; }),
+    unresolved: [...panel.node.querySelectorAll('.myst [title="Cross Reference Not Found"]')].map(node => node.textContent),
+    figureRefs: [...panel.node.querySelectorAll('.myst span.attnbook-ref')].map(node => node.textContent),
+    documentLinks: [...panel.node.querySelectorAll('.myst a.attnbook-ref')].map(node => node.textContent),
+    dropdowns: panel.node.querySelectorAll('.myst details').length,
+    openDropdowns: panel.node.querySelectorAll('.myst details[open]').length,
+    hidden: hidden.length,
+    openHidden: hidden.filter(cell => !cell.inputHidden || (cell.model.type === 'code' && !cell.outputHidden))
+      .map(cell => cells.indexOf(cell)),
+  };
+}
+""" % json.dumps(list(HIDE_TAGS))
+
+SAVED_EXPLORER_SHOWN = """
+() => window.jupyterapp.shell.currentWidget.node.querySelectorAll('.jp-OutputArea .widget-slider').length > 0
+"""
 
 WAIT_FOR_RUN = """
 async () => {
@@ -86,17 +140,17 @@ def lab(tmp_path_factory):
     assert jupyter, "jupyter is not installed in the book's environment"
     home = tmp_path_factory.mktemp("lab")
     notebooks = home / "book"
-    shutil.copytree(ROOT / "book", notebooks, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "_build"))
+    shutil.copytree(BOOK, notebooks, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "_build"))
+    for chapter in CHAPTERS:
+        shutil.copy(NOTEBOOKS / chapter, notebooks / chapter)
     token, port = secrets.token_hex(16), free_port()
     env = dict(os.environ)
     for name in ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR"):
         env[name] = str(home / name.lower())
-    # No "get notified about Jupyter news?" toast (it would fetch news from jupyter.org if accepted).
-    settings = home / "jupyter_config_dir" / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
-    settings.mkdir(parents=True)
-    (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false", "checkForUpdates": false}')
+    # As `make lab`: trust the chapters (a signature in JUPYTER_DATA_DIR; the files do not change).
+    subprocess.run([jupyter, "trust", *CHAPTERS], cwd=notebooks, env=env, check=True, capture_output=True)
     process = subprocess.Popen(
-        [jupyter, "lab", "--allow-root", "--no-browser", f"--IdentityProvider.token={token}",
+        [jupyter, "lab", "--allow-root", "--no-browser", f"--config={LAB_CONFIG}", f"--IdentityProvider.token={token}",
          "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
          f"--ServerApp.root_dir={notebooks}", "--LabApp.expose_app_in_browser=True",
          "--ContentsManager.allow_hidden=False"],
@@ -122,18 +176,92 @@ def lab(tmp_path_factory):
         process.kill()
 
 
+def test_file_browser_shows_the_book_and_no_news_pop_up(lab, browser):
+    base, token = lab
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    page.goto(f"{base}/lab?reset&token={token}", wait_until="domcontentloaded")
+    page.wait_for_function("() => document.querySelectorAll('.jp-DirListing-itemName').length > 0", timeout=60_000)
+    page.wait_for_timeout(3000)  # the news question, when enabled, pops up within a second or two
+    names = page.evaluate("() => [...document.querySelectorAll('.jp-DirListing-itemName')].map(node => node.textContent)")
+    assert sorted(names) == sorted(CHAPTERS + BACK_MATTER)
+    assert "_sphinx" not in names and not any(name.startswith("_") for name in names)
+    body = page.evaluate("() => document.body.innerText")
+    assert "Jupyter news" not in body
+    assert not page.evaluate("() => window.jupyterapp.isPluginActivated('@jupyterlab/apputils-extension:announcements')")
+    assert page.evaluate("() => window.jupyterapp.isPluginActivated('attnbook-lab:book-references')")
+    shots = SCREENSHOTS / "lab"
+    shots.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(shots / "file_browser.png"))
+    page.close()
+
+
+def figure_names(chapter: str) -> list:
+    """The chapter's figures in order: the names in their cells' mystnb.figure metadata."""
+    nb = json.loads((NOTEBOOKS / chapter).read_text())
+    return [cell["metadata"]["mystnb"]["figure"]["name"] for cell in nb["cells"]
+            if cell["cell_type"] == "code" and "name" in cell["metadata"].get("mystnb", {}).get("figure", {})]
+
+
+def expected_figure_refs(chapter: str) -> list:
+    """The chapter's {numref} roles in order, as the HTML book numbers them: "Fig. C.k"."""
+    nb = json.loads((NOTEBOOKS / chapter).read_text())
+    names = figure_names(chapter)
+    return [f"Fig. {int(chapter[:2])}.{names.index(label) + 1}"
+            for cell in nb["cells"] if cell["cell_type"] == "markdown"
+            for label in re.findall(r"\{numref\}`([^`]+)`", "".join(cell["source"]))]
+
+
+def check_markdown_before_run(page, chapter: str, shots: Path):
+    """Rendered MyST, numbered figure references, collapsed solutions, the saved explorer; screenshot."""
+    try:
+        page.wait_for_function(MARKDOWN_RENDERED, timeout=60_000)
+    except PlaywrightTimeout:
+        pass  # the assertions below say what is missing
+    state = page.evaluate(MARKDOWN_STATE)
+    assert None not in state["texts"], f"{chapter}: markdown cells not rendered by jupyterlab-myst"
+    raw = [match.group(0) + " in: " + text[max(0, match.start() - 40): match.end() + 40]
+           for text in state["texts"] for match in RAW_MYST.finditer(text)]
+    assert raw == [], f"{chapter}: raw MyST in rendered markdown: {raw[:5]}"
+    assert state["unresolved"] == [], f"{chapter}: unresolved references shown as bare labels: {state['unresolved']}"
+    assert state["figureRefs"] == expected_figure_refs(chapter)
+    assert state["documentLinks"] and not any(re.fullmatch(r"\d\d_\w+", text) for text in state["documentLinks"]), \
+        f"{chapter}: chapter links without their titles: {state['documentLinks']}"
+    assert state["dropdowns"] > 0 and state["openDropdowns"] == 0, f"{chapter}: solution dropdowns open: {state}"
+    assert state["hidden"] > 0 and state["openHidden"] == [], \
+        f"{chapter}: hide-cell cells shown open in JupyterLab (cells {state['openHidden']}); run tests/tools/collapse_solutions.py"
+    page.wait_for_function(SAVED_EXPLORER_SHOWN, timeout=30_000)
+
+    # One rendered cross-reference: the first figure reference, then a click on it shows the figure.
+    reference = page.locator(".jp-MarkdownCell .myst span.attnbook-ref").first
+    reference.scroll_into_view_if_needed()
+    cell = page.locator(".jp-MarkdownCell").filter(has=page.locator("span.attnbook-ref")).first
+    cell.screenshot(path=str(shots / f"{Path(chapter).stem}_reference.png"))
+    text = reference.text_content()
+    reference.click()
+    active = page.evaluate("""() => {
+      const notebook = window.jupyterapp.shell.currentWidget.content;
+      const meta = notebook.activeCell.model.getMetadata('mystnb');
+      return meta && meta.figure ? meta.figure.name : null;
+    }""")
+    assert re.fullmatch(rf"Fig\. {int(chapter[:2])}\.\d+", text), text
+    assert active == figure_names(chapter)[int(text.rsplit(".", 1)[1]) - 1], f"{chapter}: {text} showed {active}"
+
+
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_chapter_runs_and_its_explorer_reacts(chapter, lab, browser):
     base, token = lab
     page = browser.new_page(viewport={"width": 1280, "height": 1000})
     page_errors = []
     page.on("pageerror", lambda error: page_errors.append(str(error)))
+    shots = SCREENSHOTS / "lab"
+    shots.mkdir(parents=True, exist_ok=True)
     # ?reset: a fresh workspace, so earlier chapters' tabs are not restored next to this one.
     page.goto(f"{base}/lab/tree/{chapter}?reset&token={token}", wait_until="domcontentloaded")
     page.wait_for_function(
         "() => window.jupyterapp && window.jupyterapp.shell.currentWidget "
         "&& window.jupyterapp.shell.currentWidget.sessionContext", timeout=60_000
     )
+    check_markdown_before_run(page, chapter, shots)
     page.evaluate(WAIT_FOR_RUN)
     deadline = time.monotonic() + RUN_TIMEOUT_MS / 1000
     while True:
@@ -151,8 +279,6 @@ def test_chapter_runs_and_its_explorer_reacts(chapter, lab, browser):
     handle.focus()
     page.keyboard.press("ArrowRight")
     page.wait_for_function(f"() => ({FIRST_WIDGET_OUTPUT})() !== {json.dumps(before)}", timeout=30_000)
-    shots = SCREENSHOTS / "lab"
-    shots.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(shots / f"{Path(chapter).stem}.png"))
     page.evaluate(SHUT_DOWN)
     page.close()
