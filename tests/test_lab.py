@@ -176,7 +176,7 @@ def lab(tmp_path_factory):
         process.kill()
 
 
-def test_file_browser_shows_the_book_and_no_news_pop_up(lab, browser):
+def test_file_browser_shows_the_book_and_no_news_pop_up_and_back_matter_renders(lab, browser):
     base, token = lab
     page = browser.new_page(viewport={"width": 1280, "height": 1000})
     page.goto(f"{base}/lab?reset&token={token}", wait_until="domcontentloaded")
@@ -192,6 +192,26 @@ def test_file_browser_shows_the_book_and_no_news_pop_up(lab, browser):
     shots = SCREENSHOTS / "lab"
     shots.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(shots / "file_browser.png"))
+
+    # The back matter opens rendered (Markdown Preview, by jupyterlab-myst), links titled.
+    stems = [Path(name).stem for name in CHAPTERS + BACK_MATTER]
+    for name in BACK_MATTER:
+        page.locator(".jp-DirListing-itemName", has_text=name).dblclick()
+        links = """() => [...window.jupyterapp.shell.currentWidget.node.querySelectorAll('.myst a.link')]
+                           .map(link => link.textContent.trim())"""
+        try:  # rendered, and the linked documents' titles (fetched asynchronously) in place
+            page.wait_for_function(
+                f"""() => window.jupyterapp.shell.currentWidget.title.label === {json.dumps(name)}
+                       && window.jupyterapp.shell.currentWidget.node.querySelector('.myst h1')
+                       && !({links})().some(text => {json.dumps(stems)}.includes(text))""",
+                timeout=30_000)
+        except PlaywrightTimeout:
+            pass  # the assertions below say what is missing
+        text = page.evaluate("() => (window.jupyterapp.shell.currentWidget.node.querySelector('.myst') || {}).textContent")
+        assert text, f"{name}: not rendered by jupyterlab-myst"
+        assert RAW_MYST.findall(text) == [], f"{name}: raw MyST in JupyterLab's preview"
+        shown = page.evaluate(links)
+        assert not set(shown) & set(stems), f"{name}: links shown as file names: {shown}"
     page.close()
 
 
