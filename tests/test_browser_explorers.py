@@ -64,9 +64,9 @@ def test_every_chapter_has_its_explorer_listed():
 def _arguments(module_name: str) -> dict:
     """What the chapter built before its explorer cell, for the explorers that need it."""
     if module_name == "transformer":
-        from attnbook.classifier import train_order_classifier
+        from attnbook.classifier import pretrained_order_classifier
 
-        model, _ = train_order_classifier(steps=250, batch_size=64, seed=0, progress=False)
+        model, _ = pretrained_order_classifier()
         return {"model": model}
     if module_name == "decoder":
         from attnbook.decoder import pretrained_date_transformer

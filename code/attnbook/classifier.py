@@ -15,10 +15,16 @@ import torch.nn.functional as F
 from torch import nn
 
 from ._checks import keep_global_rng, require_float_dtype
+from ._weights import load_pinned
 from .threads import single_thread
 from .transformer import TransformerEncoder
 
 PAD, CLS, A, B = "[PAD]", "[CLS]", "A", "B"
+# The chapter's model: train_order_classifier(**TRAINING_RECIPE), made by
+# ``python -m attnbook.train_classifier`` and shipped, pinned by SHA-256.
+TRAINING_RECIPE = {"steps": 250, "batch_size": 64, "lr": 3e-3, "seed": 0, "max_len": 24}
+ORDER_CLASSIFIER_FILE = "order_classifier.pt"
+ORDER_CLASSIFIER_SHA256 = "6b166c5bbc6c2480ebf445e93cb3be87eb45dcc31c8c94ceb3516904a0cf2ff2"
 FILLERS = tuple("cdefghij")
 VOCAB = (PAD, CLS, A, B) + FILLERS
 TOKEN_ID = {token: i for i, token in enumerate(VOCAB)}
@@ -121,3 +127,18 @@ def train_order_classifier(steps: int = 250, batch_size: int = 64, lr: float = 3
                 bar.set_postfix(loss=f"{loss.item():.3f}")
     history["seconds"] = time.perf_counter() - start
     return model.eval(), history
+
+
+def pretrained_order_classifier():
+    """The shipped result of ``train_order_classifier(**TRAINING_RECIPE)``: (model, history).
+
+    The model is in eval mode (float64, as trained); history holds the per-step "loss".
+    Training takes seconds, but it amplifies rounding: on another CPU the same call ends with
+    weights about 1e-4 away, enough to move a printed third decimal. The chapter analyses this
+    copy, the same on every CPU. Each call returns a new model; torch's global RNG is left alone.
+    """
+    saved = load_pinned(ORDER_CLASSIFIER_FILE, ORDER_CLASSIFIER_SHA256)
+    with keep_global_rng():  # building the module draws initial weights, overwritten below
+        model = CLSClassifier(max_len=saved["recipe"]["max_len"]).to(torch.float64)
+    model.load_state_dict(saved["state_dict"])
+    return model.eval(), {"loss": list(saved["losses"])}

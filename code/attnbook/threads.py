@@ -2,7 +2,9 @@
 
 Small models run faster on one thread (no thread pool to wake and synchronise,
 which on a busy machine costs more than the arithmetic), and a fixed thread count
-makes training results identical on every machine setting.
+makes a training run repeat bit for bit on the same machine. Another CPU still rounds
+differently (another SIMD width, other BLAS kernels): what must not move there is
+trained in float64 or shipped as pinned weights.
 """
 
 from contextlib import contextmanager
