@@ -98,8 +98,9 @@ def train_order_classifier(steps: int = 250, batch_size: int = 64, lr: float = 3
     """Train a seeded CLSClassifier on fresh batches of the "A before B?" task.
 
     Runs on one thread with Adam and a linear learning-rate decay; shows a tqdm bar if
-    ``progress``. The arithmetic is in ``dtype``, float64 by default, so that the rounding
-    of float32 (which differs between CPUs) cannot move the printed results.
+    ``progress``. The arithmetic is in ``dtype``, float64 by default; a second run on the same
+    machine repeats bit for bit, another CPU ends about 1e-4 away (see
+    ``pretrained_order_classifier``, the copy the chapter analyses).
     Returns (model in eval mode, history dict with per-step "loss" and "seconds").
     """
     from tqdm.auto import tqdm

@@ -139,11 +139,11 @@ def train_card_lookup(num_heads: int = 2, steps: int = 1000, batch_size: int = 1
                       seed: int = 0, threads: int | None = 1, dtype: torch.dtype = torch.float64):
     """Train a ``CardLookup`` with Adam on fresh batches (one question per hand).
 
-    Seeded by ``seed`` and run on ``threads`` threads (default 1, restored after).
-    The arithmetic is in ``dtype``, float64 by default: a one-head model never settles, so
-    float32 rounding (which differs between CPUs) would move its accuracy by a percent;
-    in float64 the printed results are the same on every CPU. Returns (model in eval mode,
-    losses). Torch's global random state is restored on exit (the seeding happens inside).
+    Seeded by ``seed`` and run on ``threads`` threads (default 1, restored after), in ``dtype``
+    (float64 by default), so a second run on the same machine gives the same model bit for bit.
+    On another CPU the one-head model ends a few percent away even in float64 (its training
+    amplifies rounding), so the chapter loads shipped runs (``trained_card_lookup``).
+    Returns (model in eval mode, losses). Torch's global random state is restored on exit.
     """
     require_int("steps", steps, minimum=0)
     require_int("batch_size", batch_size)
