@@ -12,14 +12,13 @@ into different steps): that is why the chapter loads these files instead of trai
 prints each run's accuracy on 2,000 fresh hands and its time, and stores no timing in the file.
 """
 
-import argparse
 import hashlib
 import time
 from pathlib import Path
 
 import torch
 
-from ._weights import weights_digest
+from ._weights import training_arguments, weights_digest
 from .lookup import (CARD_LOOKUP_FILE, SHIPPED_RUNS, TRAINING_RECIPE, CardLookup, lookup_report, run_name,
                      train_card_lookup)
 
@@ -31,13 +30,10 @@ def describe(name: str, model: CardLookup) -> str:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, default=None, help="where to write the weights (default: the package's data)")
-    parser.add_argument("--check", action="store_true", help="only evaluate the shipped weights")
-    args = parser.parse_args(argv)
+    shared = {key: TRAINING_RECIPE[key] for key in ("batch_size", "lr")}  # steps and seed: per run
+    args, recipe, _ = training_arguments(argv, __doc__, shared, "train_card_lookup")
     out = args.out or Path(__file__).resolve().parent / "data" / CARD_LOOKUP_FILE
     torch.set_num_threads(1)
-    recipe = {key: TRAINING_RECIPE[key] for key in ("batch_size", "lr")}
 
     if args.check:
         saved = torch.load(out, weights_only=True)

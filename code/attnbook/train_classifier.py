@@ -10,14 +10,13 @@ end about 1e-4 away (training amplifies rounding differences), which is why the 
 file. The script prints the held-out accuracy on 2,000 sequences and its time, and stores no timing.
 """
 
-import argparse
 import hashlib
 import time
 from pathlib import Path
 
 import torch
 
-from ._weights import weights_digest
+from ._weights import training_arguments, weights_digest
 from .classifier import (ORDER_CLASSIFIER_FILE, TRAINING_RECIPE, CLSClassifier, accuracy, order_batch,
                          train_order_classifier)
 
@@ -29,10 +28,7 @@ def held_out_accuracy(model) -> float:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, default=None, help="where to write the weights (default: the package's data)")
-    parser.add_argument("--check", action="store_true", help="only evaluate the shipped weights")
-    args = parser.parse_args(argv)
+    args, recipe, command = training_arguments(argv, __doc__, TRAINING_RECIPE, "train_classifier")
     out = args.out or Path(__file__).resolve().parent / "data" / ORDER_CLASSIFIER_FILE
     torch.set_num_threads(1)
 
@@ -45,12 +41,12 @@ def main(argv=None) -> None:
         return
 
     wall, cpu = time.perf_counter(), time.process_time()
-    model, history = train_order_classifier(**TRAINING_RECIPE, progress=False)
+    model, history = train_order_classifier(**recipe, progress=False)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    print(f"recipe {TRAINING_RECIPE}: trained in {wall:.1f} s wall, {cpu:.1f} s CPU; "
+    print(f"{command}: trained in {wall:.1f} s wall, {cpu:.1f} s CPU; "
           f"held-out accuracy {held_out_accuracy(model):.2%}; weights digest {weights_digest(model)}")
     out.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"recipe": TRAINING_RECIPE, "state_dict": model.state_dict(),
+    torch.save({"recipe": recipe, "state_dict": model.state_dict(),
                 "losses": torch.tensor(history["loss"], dtype=torch.float64), "torch": str(torch.__version__)}, out)
     print(f"saved {out} ({out.stat().st_size / 1024:.0f} KiB); SHA-256 (pin it as ORDER_CLASSIFIER_SHA256 in "
           f"attnbook/classifier.py when shipping it): {hashlib.sha256(out.read_bytes()).hexdigest()}")
