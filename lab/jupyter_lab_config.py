@@ -19,6 +19,9 @@ c.ContentsManager.hide_globs = ["__pycache__", "*.pyc", "*.pyo", ".DS_Store", "*
 c.LabApp.news_url = None
 c.LabApp.check_for_updates_class = "jupyterlab.handlers.announcements.NeverCheckForUpdate"
 c.LabApp.app_settings_dir = str(HERE / "settings")
+# settings/page_config.json also disables the cell toolbar (the small icons over the active cell):
+# with a markdown cell active it reads the rendered markdown node that jupyterlab-myst does not
+# create, and raises a TypeError whenever the notebook changes (e.g. on Run All right after opening).
 
 # The book's own small extension (labextensions/attnbook-lab): numbered figure references and
 # chapter titles where jupyterlab-myst leaves a bare label.

@@ -84,6 +84,7 @@ WAIT_FOR_RUN = """
 async () => {
   const panel = window.jupyterapp.shell.currentWidget;
   await panel.sessionContext.ready;
+  panel.content.activeCellIndex = 0;  // as a reader who opens the chapter and runs it all
   await window.jupyterapp.commands.execute('notebook:run-all-cells');
   const cells = panel.content.widgets.filter(cell => cell.model.type === 'code');
   return cells.length;
