@@ -11,6 +11,9 @@
  *   - {doc}`05_seq2seq_attention`: jupyterlab-myst links /files/05_seq2seq_attention, which
  *     is no file, with the bare name as text. Here the text becomes the document's title (its
  *     first "# " heading) and a click opens it in JupyterLab.
+ *   - {ref}`label` without text, to a `(label)=` target of another document: jupyterlab-myst
+ *     shows the bare label. Here it becomes the heading under that target (what the HTML book
+ *     shows) and a click opens that document.
  * It only changes text and attributes of nodes that jupyterlab-myst rendered; a React re-render
  * replaces them and the observer below processes the new nodes again.
  */
@@ -73,22 +76,70 @@
     }
   }
 
-  var titles = {};
-  function title(app, path) {
-    if (!titles[path]) {
-      titles[path] = app.serviceManager.contents.get(path, {content: true}).then(function (model) {
-        var text = '';
+  // The markdown texts of a document: each markdown cell of a notebook, or a .md file's text.
+  var texts = {};
+  function documentTexts(app, path) {
+    if (!texts[path]) {
+      texts[path] = app.serviceManager.contents.get(path, {content: true}).then(function (model) {
         if (model.type === 'notebook') {
-          var cells = model.content.cells.filter(function (cell) { return cell.cell_type === 'markdown'; });
-          text = cells.length ? [].concat(cells[0].source).join('') : '';
-        } else {
-          text = model.content || '';
+          return model.content.cells.filter(function (cell) { return cell.cell_type === 'markdown'; })
+            .map(function (cell) { return [].concat(cell.source).join(''); });
         }
-        var heading = /^#\s+(.+)$/m.exec(text);
-        return heading ? heading[1].trim() : null;
-      }).catch(function () { return null; });
+        return [model.content || ''];
+      }).catch(function () { return []; });
     }
-    return titles[path];
+    return texts[path];
+  }
+
+  function title(app, path) {
+    return documentTexts(app, path).then(function (parts) {
+      var heading = /^#\s+(.+)$/m.exec(parts.length ? parts[0] : '');
+      return heading ? heading[1].trim() : null;
+    });
+  }
+
+  // Targets `(label)=` of the documents next to `directory`: label -> {path, text}, the text being
+  // the heading the label stands before (what the HTML book shows for a {ref} without text).
+  var targets = {};
+  function labelTargets(app, directory) {
+    if (!targets[directory]) {
+      targets[directory] = app.serviceManager.contents.get(directory, {content: true}).then(function (listing) {
+        var paths = listing.content.filter(function (item) { return /\.(md|ipynb)$/.test(item.name); })
+          .map(function (item) { return item.path; });
+        return Promise.all(paths.map(function (path) { return documentTexts(app, path); })).then(function (all) {
+          var found = {};
+          all.forEach(function (parts, i) {
+            parts.forEach(function (text) {
+              var pattern = /^\((\S+)\)=[ \t]*\n+(?:#+[ \t]+(.+))?/gm;
+              var match;
+              while ((match = pattern.exec(text)) !== null) {
+                found[match[1]] = {path: paths[i], text: match[2] ? match[2].trim() : null};
+              }
+            });
+          });
+          return found;
+        });
+      }).catch(function () { return {}; });
+    }
+    return targets[directory];
+  }
+
+  function open(app, path) {
+    var args = path.endsWith('.md') ? {path: path, factory: 'Markdown Preview'} : {path: path};
+    return app.commands.execute('docmanager:open', args);
+  }
+
+  function asLink(span, text, title, onClick) {
+    span.title = title;
+    span.classList.remove('text-yellow-600');
+    span.classList.add('attnbook-ref');
+    span.setAttribute('role', 'link');
+    var node = textNode(span);
+    if (node) node.textContent = text;
+    span.addEventListener('click', function (event) {
+      event.preventDefault();
+      onClick();
+    });
   }
 
   function fixFigureReferences(app) {
@@ -96,17 +147,19 @@
       var panel = panelOf(app, span);
       var text = textNode(span);
       if (!panel || !text) return;
-      var figure = figures(panel)[text.textContent.trim()];
-      span.setAttribute('data-attnbook-ref', figure ? 'figure' : 'unknown');
-      if (!figure) return;
-      text.textContent = figure.text;
-      span.title = figure.text + ' (a figure of this chapter)';
-      span.classList.remove('text-yellow-600');
-      span.classList.add('attnbook-ref');
-      span.setAttribute('role', 'link');
-      span.addEventListener('click', function (event) {
-        event.preventDefault();
-        showCell(panel, figure.index);
+      var label = text.textContent.trim();
+      var figure = figures(panel)[label];
+      span.setAttribute('data-attnbook-ref', figure ? 'figure' : 'label');
+      if (figure) {
+        asLink(span, figure.text, figure.text + ' (a figure of this chapter)', function () { showCell(panel, figure.index); });
+        return;
+      }
+      // A label of another document (a {ref} without text): its heading, and a click opens it.
+      labelTargets(app, directory(panel.context.path).replace(/\/$/, '')).then(function (found) {
+        var target = found[label];
+        if (!target) return;  // left as jupyterlab-myst shows it: tests/test_lab.py reports it
+        asLink(span, target.text || label, 'Open ' + target.path.split('/').pop() + ' in JupyterLab',
+               function () { open(app, target.path); });
       });
     });
   }
@@ -119,13 +172,12 @@
       if (!panel || /\.[A-Za-z0-9]+$/.test(name)) return;  // a real file: leave it
       var base = directory(panel.context.path) + name;
       var path = /^\d+_/.test(name.split('/').pop()) ? base + '.ipynb' : base + '.md';
-      var factory = path.endsWith('.md') ? 'Markdown Preview' : undefined;
       link.classList.add('attnbook-ref');
       link.setAttribute('href', '#');
       link.title = 'Open ' + path.split('/').pop() + ' in JupyterLab';
       link.addEventListener('click', function (event) {
         event.preventDefault();
-        app.commands.execute('docmanager:open', factory ? {path: path, factory: factory} : {path: path});
+        open(app, path);
       });
       title(app, path).then(function (heading) {
         var text = textNode(link);
