@@ -65,7 +65,7 @@ MARKDOWN_STATE = """
     markdown: markdown.length,
     texts: markdown.map(cell => { const node = cell.node.querySelector('.myst'); return node ? node.textContent : null; }),
     unresolved: [...panel.node.querySelectorAll('.myst [title="Cross Reference Not Found"]')].map(node => node.textContent),
-    figureRefs: [...panel.node.querySelectorAll('.myst span.attnbook-ref')].map(node => node.textContent),
+    figureRefs: [...panel.node.querySelectorAll('.myst span.attnbook-ref[data-attnbook-ref=figure]')].map(node => node.textContent),
     documentLinks: [...panel.node.querySelectorAll('.myst a.attnbook-ref')].map(node => node.textContent),
     dropdowns: panel.node.querySelectorAll('.myst details').length,
     openDropdowns: panel.node.querySelectorAll('.myst details[open]').length,
@@ -253,9 +253,9 @@ def check_markdown_before_run(page, chapter: str, shots: Path):
     page.wait_for_function(SAVED_EXPLORER_SHOWN, timeout=30_000)
 
     # One rendered cross-reference: the first figure reference, then a click on it shows the figure.
-    reference = page.locator(".jp-MarkdownCell .myst span.attnbook-ref").first
+    reference = page.locator(".jp-MarkdownCell .myst span.attnbook-ref[data-attnbook-ref=figure]").first
     reference.scroll_into_view_if_needed()
-    cell = page.locator(".jp-MarkdownCell").filter(has=page.locator("span.attnbook-ref")).first
+    cell = page.locator(".jp-MarkdownCell").filter(has=page.locator("span.attnbook-ref[data-attnbook-ref=figure]")).first
     cell.screenshot(path=str(shots / f"{Path(chapter).stem}_reference.png"))
     text = reference.text_content()
     reference.click()
