@@ -360,3 +360,66 @@ def test_masked_softmax_of_the_step_matches_the_shared_rule():
     assert torch.equal(cross, torch.zeros_like(cross))
     assert torch.equal(masked_softmax(torch.zeros(1, 3), keep[0, 0]), torch.zeros(1, 3))
     assert causal_mask(0).shape == (0, 0)
+
+
+# -- issue 21, D1 and D2 of the second probe ----------------------------------------------------
+
+@pytest.mark.parametrize("option", ["add_bias_kv", "add_zero_attn"])
+def test_load_torch_weights_refuses_what_it_cannot_represent(option):
+    import attnbook
+
+    theirs = torch.nn.MultiheadAttention(8, 2, batch_first=True, **{option: True})
+    ours = attnbook.MultiHeadAttention(8, 2)
+    before = [p.clone() for p in ours.parameters()]
+    with pytest.raises(ValueError, match="add_bias_kv=True or add_zero_attn=True"):
+        ours.load_torch_weights(theirs)
+    assert all(torch.equal(a, b) for a, b in zip(before, ours.parameters()))
+
+
+def _step_setup():
+    torch.manual_seed(0)
+    block = decoder.TransformerDecoderBlock(8, 2, 16).eval()
+    memory_kv = block.memory_keys_values(torch.randn(2, 6, 8))
+    cache = {}
+    with torch.no_grad():
+        block.step(torch.randn(2, 1, 8), cache, memory_kv)
+    return block, memory_kv, cache
+
+
+@pytest.mark.parametrize(
+    "bad_call, error, words",
+    [
+        (lambda b, kv, c: b.step(torch.randn(2, 2, 8), c, kv), ValueError, "new position only"),
+        (lambda b, kv, c: b.step(torch.randn(2, 1, 8), c, b.memory_keys_values(torch.randn(3, 6, 8))), ValueError,
+         "memory_keys_values"),
+        (lambda b, kv, c: b.step(torch.randn(2, 1, 8), c, kv, torch.ones(2, 6, dtype=torch.bool)), ValueError,
+         "memory_mask"),
+    ],
+)
+def test_a_refused_step_leaves_the_cache_as_it_was(bad_call, error, words):
+    block, memory_kv, cache = _step_setup()
+    before = {name: tensor.clone() for name, tensor in cache.items()}
+    with torch.no_grad(), pytest.raises(error, match=words):
+        bad_call(block, memory_kv, cache)
+    assert set(cache) == set(before) and all(torch.equal(cache[n], before[n]) for n in before)
+    with torch.no_grad():  # and the next good step sees exactly one cached position
+        _, self_weights, _ = block.step(torch.randn(2, 1, 8), cache, memory_kv)
+    assert self_weights.shape == (2, 2, 1, 2) and cache["keys"].shape == (2, 2, 2, 4)
+
+
+@pytest.mark.parametrize(
+    "cache, words",
+    [
+        ({"keys": torch.randn(3, 2, 1, 4), "values": torch.randn(3, 2, 1, 4)}, r"\(2, 2, t, 4\)"),
+        ({"keys": torch.randn(2, 2, 1, 3), "values": torch.randn(2, 2, 1, 3)}, r"\(2, 2, t, 4\)"),
+        ({"keys": torch.randn(2, 2, 1, 4, dtype=torch.float64), "values": torch.randn(2, 2, 1, 4)}, "float64"),
+        ({"keys": torch.randn(2, 2, 1, 4)}, "exactly 'keys' and 'values'"),
+        ({"keys": torch.randn(2, 2, 1, 4), "values": torch.randn(2, 2, 2, 4)}, "1 keys but 2 values"),
+    ],
+)
+def test_a_cache_of_another_batch_or_model_gets_a_clear_error(cache, words):
+    block, memory_kv, _ = _step_setup()
+    with torch.no_grad(), pytest.raises(ValueError, match=words):
+        block.step(torch.randn(2, 1, 8), cache, memory_kv)
+    with pytest.raises(TypeError, match="cache must be a dict"):
+        block.step(torch.randn(2, 1, 8), [], memory_kv)

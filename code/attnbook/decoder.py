@@ -90,6 +90,30 @@ def _attend(mha: MultiHeadAttention, q, k, v, mask=None):
     return mha.out_proj(merge_heads(heads)), weights.to(v.dtype)
 
 
+def _with_cache(cache: dict, k: torch.Tensor, v: torch.Tensor):
+    """The cached keys and values (B, h, t, d_k) followed by the new position's, without changing
+    ``cache``; an empty cache gives (k, v). A cache of another batch, heads, head size or dtype,
+    or one without both entries, gets a clear error."""
+    if not isinstance(cache, dict):
+        raise TypeError(f"cache must be a dict (empty at the first step), got {type(cache).__name__}")
+    if not cache:
+        return k, v
+    if set(cache) != {"keys", "values"}:
+        raise ValueError(f"cache must hold exactly 'keys' and 'values' (or nothing), got {sorted(cache)}")
+    for name, cached, new in (("keys", cache["keys"], k), ("values", cache["values"], v)):
+        require_tensor(f'cache["{name}"]', cached)
+        if cached.dim() != 4 or cached.shape[:2] != new.shape[:2] or cached.shape[-1] != new.shape[-1] \
+                or cached.dtype != new.dtype or cached.device != new.device:
+            raise ValueError(
+                f'cache["{name}"] must be (B, h, t, d_k) = ({new.shape[0]}, {new.shape[1]}, t, {new.shape[-1]}) '
+                f"of {new.dtype} on {new.device}, as this step's; got {tuple(cached.shape)} of {cached.dtype} "
+                f"on {cached.device} (a cache from another batch or model?)"
+            )
+    if cache["keys"].shape[-2] != cache["values"].shape[-2]:
+        raise ValueError(f'cache holds {cache["keys"].shape[-2]} keys but {cache["values"].shape[-2]} values')
+    return torch.cat([cache["keys"], k], dim=-2), torch.cat([cache["values"], v], dim=-2)
+
+
 def _check_step_heads(mha: MultiHeadAttention, q, k, v) -> None:
     """What ``_attend`` (the cached step) needs: one new position, keys and values of the same
     batch, heads and head size, and the dtype of the queries (e.g. ``memory_keys_values`` of
@@ -212,15 +236,13 @@ class TransformerDecoderBlock(nn.Module):
             require_multihead_mask(memory_mask, tuple(x.shape[:1]), self.num_heads, 1, memory_kv[0].shape[-2],
                                    name="memory_mask")
         q, k, v = (split_heads(t, self.num_heads) for t in self.self_attn.project(x, x, x))
-        if cache:
-            k = torch.cat([cache["keys"], k], dim=-2)
-            v = torch.cat([cache["values"], v], dim=-2)
-        cache["keys"], cache["values"] = k, v
+        k, v = _with_cache(cache, k, v)  # the cached positions, then the new one
         attended, self_weights = _attend(self.self_attn, q, k, v)
         x = self.norm1(x + attended)
         read, cross_weights = _attend(self.cross_attn, _project_query(self.cross_attn, x), *memory_kv, memory_mask)
         x = self.norm2(x + read)
         x = self.norm3(x + self.ffn(x))
+        cache["keys"], cache["values"] = k, v  # only now: a refused step leaves the cache as it was
         return x, self_weights, cross_weights
 
     @torch.no_grad()

@@ -137,6 +137,12 @@ class MultiHeadAttention(nn.Module):
             )
         if module.in_proj_weight is None:
             raise ValueError("torch module uses separate key/value sizes (kdim/vdim); not supported")
+        if module.bias_k is not None or module.add_zero_attn:
+            raise ValueError(
+                "torch module was built with add_bias_kv=True or add_zero_attn=True (an extra learned key and "
+                "value, or a zero key and value, attended by every query); this module has neither and would "
+                "compute another function"
+            )
         if (module.in_proj_bias is None) != (self.in_proj_bias is None):
             raise ValueError("one module has biases and the other does not")
         self.in_proj_weight.copy_(module.in_proj_weight)
