@@ -423,3 +423,18 @@ def test_a_cache_of_another_batch_or_model_gets_a_clear_error(cache, words):
         block.step(torch.randn(2, 1, 8), cache, memory_kv)
     with pytest.raises(TypeError, match="cache must be a dict"):
         block.step(torch.randn(2, 1, 8), [], memory_kv)
+
+
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_generate_refuses_more_steps_than_target_positions(use_cache):
+    import attnbook
+
+    torch.manual_seed(0)
+    model = attnbook.EncoderDecoderTransformer(10, 9, embed_dim=8, num_heads=2, ffn_hidden=16, max_tgt_len=4).eval()
+    src = torch.randint(3, 10, (2, 5), generator=torch.Generator().manual_seed(1))
+    with pytest.raises(ValueError, match=r"max_len \(8\) must be at most max_tgt_len \(4\)"):
+        model.generate(src, max_len=8, use_cache=use_cache, stop_at_eos=False)
+    with torch.no_grad():  # every position there is can be used, with or without the cache alike
+        tokens = model.generate(src, max_len=4, use_cache=use_cache, stop_at_eos=False)
+        assert tokens.shape == (2, 4)
+        assert torch.equal(tokens, model.generate(src, max_len=4, use_cache=not use_cache, stop_at_eos=False))

@@ -392,6 +392,9 @@ class EncoderDecoderTransformer(nn.Module):
         the memory's cross-attention keys and values once: the same tokens, far less work.
         """
         require_int("max_len", max_len)
+        if max_len > self.tgt_positions.max_len:  # step t reads target position t (BOS is position 0)
+            raise ValueError(f"max_len ({max_len}) must be at most max_tgt_len ({self.tgt_positions.max_len}): "
+                             f"the decoder has no positional encoding beyond that")
         for name, flag in (("use_cache", use_cache), ("stop_at_eos", stop_at_eos), ("return_weights", return_weights)):
             require_flag(name, flag)
         memory, mask = self.encode(src, src_lens)
