@@ -138,7 +138,11 @@ def pretrained_order_classifier():
     weights about 1e-4 away, enough to move a printed third decimal. The chapter analyses this
     copy, the same on every CPU. Each call returns a new model; torch's global RNG is left alone.
     """
-    saved = load_pinned(ORDER_CLASSIFIER_FILE, ORDER_CLASSIFIER_SHA256)
+    return classifier_from(load_pinned(ORDER_CLASSIFIER_FILE, ORDER_CLASSIFIER_SHA256))
+
+
+def classifier_from(saved: dict):
+    """(model in eval mode, history) from the dict ``python -m attnbook.train_classifier`` writes."""
     with keep_global_rng():  # building the module draws initial weights, overwritten below
         model = CLSClassifier(max_len=saved["recipe"]["max_len"]).to(torch.float64)
     model.load_state_dict(saved["state_dict"])

@@ -200,10 +200,14 @@ def trained_card_lookup(num_heads: int = 2, steps: int = 600, seed: int = 0) -> 
 
 @lru_cache(maxsize=len(SHIPPED_RUNS))
 def _shipped_model(num_heads: int, steps: int, seed: int) -> CardLookup:
-    saved = shipped_card_lookups()
+    return card_lookup_from(shipped_card_lookups(), run_name(num_heads, steps, seed))
+
+
+def card_lookup_from(saved: dict, name: str) -> CardLookup:
+    """Run ``name`` of the dict ``python -m attnbook.train_card_lookup`` writes, in eval mode."""
     with keep_global_rng():  # building the module draws initial weights, overwritten below
-        model = CardLookup(num_heads).to(torch.float64)
-    model.load_state_dict(saved["models"][run_name(num_heads, steps, seed)])
+        model = CardLookup(saved["info"][name]["num_heads"]).to(torch.float64)
+    model.load_state_dict(saved["models"][name])
     return model.eval()
 
 

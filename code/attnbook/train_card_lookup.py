@@ -19,8 +19,8 @@ from pathlib import Path
 import torch
 
 from ._weights import training_arguments, weights_digest
-from .lookup import (CARD_LOOKUP_FILE, SHIPPED_RUNS, TRAINING_RECIPE, CardLookup, lookup_report, run_name,
-                     train_card_lookup)
+from .lookup import (CARD_LOOKUP_FILE, SHIPPED_RUNS, TRAINING_RECIPE, CardLookup, card_lookup_from, lookup_report,
+                     run_name, train_card_lookup)
 
 
 def describe(name: str, model: CardLookup) -> str:
@@ -37,10 +37,8 @@ def main(argv=None) -> None:
 
     if args.check:
         saved = torch.load(out, weights_only=True)
-        for name, state in saved["models"].items():
-            model = CardLookup(saved["info"][name]["num_heads"]).to(torch.float64)
-            model.load_state_dict(state)
-            print(describe(name, model.eval()))
+        for name in saved["models"]:
+            print(describe(name, card_lookup_from(saved, name)))
         return
 
     models, info = {}, {}

@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from ._weights import training_arguments, weights_digest
-from .classifier import (ORDER_CLASSIFIER_FILE, TRAINING_RECIPE, CLSClassifier, accuracy, order_batch,
+from .classifier import (ORDER_CLASSIFIER_FILE, TRAINING_RECIPE, accuracy, classifier_from, order_batch,
                          train_order_classifier)
 
 HELD_OUT_SEED = 123  # the chapter's held-out set: order_batch(2000, seed 123)
@@ -34,10 +34,9 @@ def main(argv=None) -> None:
 
     if args.check:
         saved = torch.load(out, weights_only=True)
-        model = CLSClassifier(max_len=saved["recipe"]["max_len"]).to(torch.float64)
-        model.load_state_dict(saved["state_dict"])
+        model, _ = classifier_from(saved)
         print("recipe:", saved["recipe"], "| digest", weights_digest(model),
-              f"| held-out accuracy {held_out_accuracy(model.eval()):.2%}")
+              f"| held-out accuracy {held_out_accuracy(model):.2%}")
         return
 
     wall, cpu = time.perf_counter(), time.process_time()

@@ -27,13 +27,6 @@ LEVELS = ("DEFAULT", "AVX2", "AVX512")  # ATen's x86 capabilities, lowest first
 PYTEST_ARGS = ["book", "tests", "-m", "not browser and not lab", "--ignore=tests/test_pdf.py", "-q", "-p", "no:randomly"]
 
 
-def native_capability() -> str:
-    """The ATen capability torch picks on this CPU when nothing is set (e.g. 'AVX512')."""
-    env = {k: v for k, v in os.environ.items() if k != "ATEN_CPU_CAPABILITY"}
-    code = "import torch; print(torch.backends.cpu.get_cpu_capability())"
-    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.strip()
-
-
 def variants(native: str) -> list[tuple[str, dict]]:
     """(name, environment) for each run.
 
@@ -68,7 +61,8 @@ def main() -> int:
     parser.add_argument("--list", action="store_true", help="list the variants and exit")
     args, extra = parser.parse_known_args()
     extra = [a for a in extra if a != "--"]
-    native = native_capability()
+    # The capability torch picks on this CPU when nothing is set (e.g. 'AVX512').
+    native = effective({k: v for k, v in os.environ.items() if k != "ATEN_CPU_CAPABILITY"}).split()[0]
     runs = variants(native)
     if args.only:
         runs = [run for run in runs if run[0] in args.only]
