@@ -13,20 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnbook import AdditiveScore, attention, attention_weights, dot_score, hard_attention, masked_softmax, scaled_dot_score
-from attnbook.hard_training import (
-    QuerySelector,
-    choice_losses,
-    compare_selectors,
-    evaluate_selector,
-    expected_loss,
-    hidden_direction,
-    leave_one_out_baseline,
-    reinforce_surrogate,
-    selection_task,
-    soft_loss,
-    steps_to_accuracy,
-    train_selector,
-)
+from attnbook.experiments.hard_training import QuerySelector, choice_losses, compare_selectors, evaluate_selector, expected_loss, hidden_direction, leave_one_out_baseline, reinforce_surrogate, selection_task, soft_loss, steps_to_accuracy, train_selector
 from attnbook.widgets.soft_hard import (
     KEY_VALUES,
     circle_keys,

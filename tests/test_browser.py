@@ -6,6 +6,7 @@ request leaves 127.0.0.1, and no JavaScript error is raised. Every figure outsid
 widgets (cell output images) is sharp and unshrunk: its PNG is twice as wide as it is shown
 (device pixel ratio 2) and it is shown at its declared 1x width, not narrowed by the column.
 A screenshot of each page goes to _build/screenshots/ for a person to look at.
+On every chapter page at 1280 px, no code block (cell input, output or listing) scrolls sideways.
 """
 
 import json
@@ -147,3 +148,47 @@ def test_every_chapter_page_was_checked(screenshot_dir):
     print({key: value for key, value in summary.items() if key != "per_page"})
     assert len(checked) == len(PAGES), f"pages not checked: {sorted(set(PAGES) - set(checked))}"
     assert summary["outside_requests"] == 0
+
+
+CHAPTER_PAGES = [page for page in PAGES if page.startswith("book/") and page[5:7].isdigit()]
+
+# Every visible code block that scrolls sideways (hidden solutions opened), with its widest line.
+WIDE_CODE = """
+() => {
+  document.querySelectorAll('details:not([open])').forEach(d => { d.open = true; });
+  const shown = Array.from(document.querySelectorAll('pre')).filter(pre => pre.getClientRects().length > 0);
+  const wide = shown.filter(pre => pre.scrollWidth > pre.clientWidth).map(pre => {
+    const widest = pre.textContent.split('\\n').reduce((a, b) => (b.length > a.length ? b : a), '');
+    return {line: widest.slice(0, 60), length: widest.length};
+  });
+  return {shown: shown.length, wide};
+}
+"""
+
+
+def wide_code_message(page_path, found, first=5):
+    """The failure message: the page, how many code blocks scroll sideways, the first few widest lines."""
+    lines = [f"{page_path}: {len(found['wide'])} of {found['shown']} code blocks scroll sideways at 1280 px"]
+    lines += [f"  {block['length']} characters: {block['line']!r}" for block in found["wide"][:first]]
+    return "\n".join(lines)
+
+
+def test_wide_code_message_names_the_page_and_the_lines():
+    found = {"shown": 9, "wide": [{"line": "x = 1  # " + "a" * 51, "length": 95}] * 7}
+    message = wide_code_message("book/01.html", found).splitlines()
+    assert message[0] == "book/01.html: 7 of 9 code blocks scroll sideways at 1280 px"
+    assert message[1] == "  95 characters: " + repr("x = 1  # " + "a" * 51)
+    assert len(message) == 6
+
+
+@pytest.mark.parametrize("page_path", CHAPTER_PAGES)
+def test_code_does_not_scroll_sideways(page_path, browser, book_server):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(f"{book_server}/{page_path}", wait_until="networkidle")
+    if "application/vnd.jupyter.widget-state+json" in page.content():  # widget outputs lay out too
+        page.wait_for_selector(".jupyter-widgets", state="attached", timeout=20_000)
+    found = page.evaluate(WIDE_CODE)
+    page.close()
+    assert found["shown"] > 0, f"{page_path}: no code block found"
+    if found["wide"]:
+        pytest.fail(wide_code_message(page_path, found), pytrace=False)

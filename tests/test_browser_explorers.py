@@ -5,7 +5,7 @@ step with the keyboard (arrow keys on sliders and menus, Enter on a button); aft
 move the picture must change, be sharp (twice as many pixels as it is shown with) and
 match, pixel for pixel up to antialiasing, the frame that ``attnbook`` draws in this
 process for the values the controls now show. Every frame fits the book's column and
-its smallest text is at least 8 px (``attnbook.plotting.MIN_TEXT_PX``). The page must make no request to any
+its smallest text is at least 8 px (``attnbook.display.figures.MIN_TEXT_PX``). The page must make no request to any
 other host, and its own content (its HTML with the embedded widget state, and its images;
 not the shared scripts and styles under ``_static/``) must weigh at most 4 MB.
 """
@@ -22,7 +22,7 @@ from PIL import Image
 
 from conftest import ROOT
 
-from attnbook.plotting import BOOK_COLUMN_PX, MIN_TEXT_PX
+from attnbook.display.figures import BOOK_COLUMN_PX, MIN_TEXT_PX
 
 pytestmark = pytest.mark.browser
 
@@ -64,12 +64,12 @@ def test_every_chapter_has_its_explorer_listed():
 def _arguments(module_name: str) -> dict:
     """What the chapter built before its explorer cell, for the explorers that need it."""
     if module_name == "transformer":
-        from attnbook.classifier import pretrained_order_classifier
+        from attnbook.tasks.order_classifier import pretrained_order_classifier
 
         model, _ = pretrained_order_classifier()
         return {"model": model}
     if module_name == "decoder":
-        from attnbook.decoder import pretrained_date_transformer
+        from attnbook.tasks.date_transformer import pretrained_date_transformer
 
         return {"translator": pretrained_date_transformer()}
     return {}

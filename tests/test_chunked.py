@@ -14,8 +14,8 @@ from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from attnbook import attention, chunked_attention  # noqa: E402
-from attnbook.chunked import StreamingAttention  # noqa: E402
-from attnbook.measure import score_matrix_bytes  # noqa: E402
+from attnbook.core.chunked import StreamingAttention  # noqa: E402
+from attnbook.measure.memory import score_matrix_bytes  # noqa: E402
 from attnbook.widgets.chunked import (  # noqa: E402
     CHUNK_SIZES,
     LENGTHS,

@@ -8,9 +8,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from attnbook.classifier import (  # noqa: E402
-    TOKEN_ID, VOCAB, CLSClassifier, accuracy, encode, order_batch, train_order_classifier,
-)
+from attnbook.tasks.order_classifier import TOKEN_ID, VOCAB, CLSClassifier, accuracy, encode, order_batch, train_order_classifier
 from attnbook.widgets.transformer import (  # noqa: E402
     cls_attention_explorer, cls_attention_view, plot_cls_attention, update_cls_attention_figure,
 )

@@ -6,20 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from attnbook.complexity import (
-    ConvStack,
-    RecurrentLayer,
-    SelfAttentionLayer,
-    comparison_layers,
-    conv_layers_to_connect,
-    longest_path,
-    loglog_slope,
-    median_forward_time,
-    multiply_adds,
-    sees_first_position,
-    sequential_operations,
-    time_layers,
-)
+from attnbook.experiments.complexity import ConvStack, RecurrentLayer, SelfAttentionLayer, comparison_layers, conv_layers_to_connect, longest_path, loglog_slope, median_forward_time, multiply_adds, sees_first_position, sequential_operations, time_layers
 
 
 def test_layers_keep_the_shape_of_the_sequence():
@@ -151,7 +138,7 @@ def test_timing_returns_positive_medians_per_layer_and_restores_threads():
 
 
 def test_timing_statistic_picks_the_median_or_the_fastest_sample(monkeypatch):
-    import attnbook.complexity as complexity
+    import attnbook.experiments.complexity as complexity
 
     for statistic, expected in (("median", 2.0), ("min", 1.0)):
         rounds = iter([3.0] * 3 + [1.0] * 3 + [2.0] * 3)  # round by round, every layer once per round

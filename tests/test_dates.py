@@ -6,9 +6,8 @@ import re
 import pytest
 import torch
 
-from attnbook import dates
-from attnbook.dates import (CASES, FORMS, MAX_INPUT_LENGTH, SOURCE_VOCAB, TARGET_VOCAB, CharVocabulary,
-                            date_batch, format_date, ordinal, random_date_pairs, random_dates)
+from attnbook.tasks import dates
+from attnbook.tasks.dates import CASES, FORMS, MAX_INPUT_LENGTH, SOURCE_VOCAB, TARGET_VOCAB, CharVocabulary, date_batch, format_date, ordinal, random_date_pairs, random_dates
 
 # Python's strptime formats of each form (full month name; %b for three letters).
 STRPTIME = {
@@ -167,7 +166,7 @@ def test_date_batch_shapes_and_teacher_forcing_shift():
 
 
 def test_date_spans_find_year_month_and_day():
-    from attnbook.dates import date_spans
+    from attnbook.tasks.dates import date_spans
 
     assert date_spans("Monday, May 3, 1999") == {"year": (15, 19), "month": (8, 11), "day": (12, 13)}
     assert date_spans("03.05.1999") == {"year": (6, 10), "month": (3, 5), "day": (0, 2)}

@@ -1,4 +1,4 @@
-"""attnbook.decoder: causal mask, decoder block and stack against PyTorch, teacher forcing,
+"""attnbook.nn.decoder: causal mask, decoder block and stack against PyTorch, teacher forcing,
 the key-value cache, greedy generation, and the trained date Transformer."""
 
 import pytest
@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from attnbook import causal_mask
-from attnbook.decoder import EncoderDecoderTransformer, TransformerDecoder, TransformerDecoderBlock
+from attnbook.nn.decoder import EncoderDecoderTransformer, TransformerDecoder, TransformerDecoderBlock
 
 
 def torch_layer(embed_dim=16, num_heads=4, ffn=32, seed=0):
@@ -249,7 +249,7 @@ def test_generation_stops_at_eos_and_pads_finished_sequences_with_eos():
 # -- the explorer's view, on an untrained date model (fast, no shipped weights needed) --------
 
 def test_decoder_view_reports_the_chosen_steps_cross_attention_row():
-    from attnbook.decoder import DateTransformer, build_date_transformer
+    from attnbook.tasks.date_transformer import DateTransformer, build_date_transformer
     from attnbook.widgets.decoder import decoder_view, plot_decoder, update_decoder_figure
 
     translator = DateTransformer(build_date_transformer(seed=0))
@@ -283,7 +283,7 @@ def test_decoder_view_reports_the_chosen_steps_cross_attention_row():
 
 @pytest.fixture(scope="module")
 def pretrained():
-    from attnbook.decoder import pretrained_date_transformer
+    from attnbook.tasks.date_transformer import pretrained_date_transformer
 
     return pretrained_date_transformer(return_info=True)
 
@@ -292,7 +292,7 @@ def test_pretrained_file_is_small_and_pinned():
     from importlib import resources
 
     from attnbook._weights import sha256_of
-    from attnbook.decoder import DATE_TRANSFORMER_FILE, DATE_TRANSFORMER_SHA256
+    from attnbook.tasks.date_transformer import DATE_TRANSFORMER_FILE, DATE_TRANSFORMER_SHA256
 
     data = (resources.files("attnbook") / "data" / DATE_TRANSFORMER_FILE).read_bytes()
     assert len(data) <= 1_000_000
@@ -300,7 +300,7 @@ def test_pretrained_file_is_small_and_pinned():
 
 
 def test_pretrained_leaves_the_global_rng_untouched():
-    from attnbook.decoder import pretrained_date_transformer
+    from attnbook.tasks.date_transformer import pretrained_date_transformer
 
     torch.manual_seed(123)
     expected = torch.rand(3)
@@ -310,7 +310,7 @@ def test_pretrained_leaves_the_global_rng_untouched():
 
 
 def test_pretrained_reads_fresh_dates(pretrained):
-    from attnbook.dates import random_date_pairs
+    from attnbook.tasks.dates import random_date_pairs
 
     translator, info = pretrained
     assert info["recipe"]["seed"] != 2027 and info["eval_seed"] != 2027
@@ -321,7 +321,7 @@ def test_pretrained_reads_fresh_dates(pretrained):
 
 
 def test_pretrained_translates_every_form_and_refuses_bad_input(pretrained):
-    from attnbook.dates import FORMS
+    from attnbook.tasks.dates import FORMS
 
     translator, _ = pretrained
     assert translator.translate(list(FORMS)) == ["1999-05-03"] * len(FORMS)

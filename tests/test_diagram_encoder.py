@@ -7,8 +7,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from attnbook.complexity import longest_path  # noqa: E402
-from attnbook.diagrams import draw_connectivity, draw_encoder_block  # noqa: E402
+from attnbook.experiments.complexity import longest_path  # noqa: E402
+from attnbook.display.diagrams import draw_connectivity, draw_encoder_block  # noqa: E402
 
 
 def _texts(fig):

@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.patches import FancyBboxPatch, Rectangle  # noqa: E402
 
-from attnbook.diagrams import draw_multihead  # noqa: E402
+from attnbook.display.diagrams import draw_multihead  # noqa: E402
 
 
 @pytest.mark.parametrize("num_heads", [1, 3, 8])

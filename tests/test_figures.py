@@ -1,6 +1,6 @@
 """Static figures are sharp 2x PNGs shown at 1x, at most a column wide, with legible text.
 
-Part 1 tests ``attnbook.plotting.sharp_png`` (what ``sharp_figures`` registers with IPython)
+Part 1 tests ``attnbook.display.figures.sharp_png`` (what ``sharp_figures`` registers with IPython)
 on small figures whose sizes are worked out by hand. Part 2 reads every ``image/png`` output
 stored in the chapter notebooks (``book/`` or the folder in ``ATTNBOOK_NOTEBOOKS``, e.g.
 executed copies) and checks its size and the smallest text that ``sharp_png`` recorded.
@@ -19,7 +19,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from attnbook.plotting import BOOK_COLUMN_PX, MIN_TEXT_PX, sharp_png, smallest_text_px  # noqa: E402
+from attnbook.display.figures import BOOK_COLUMN_PX, MIN_TEXT_PX, sharp_png, smallest_text_px  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = Path(os.environ.get("ATTNBOOK_NOTEBOOKS", ROOT / "book"))

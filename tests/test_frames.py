@@ -18,7 +18,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from attnbook.plotting import BOOK_COLUMN_PX, MIN_TEXT_PX  # noqa: E402
+from attnbook.display.figures import BOOK_COLUMN_PX, MIN_TEXT_PX  # noqa: E402
 from attnbook.widgets import _frames  # noqa: E402
 from attnbook.widgets._frames import Choices, FrameGrid, frame_explorer, grid_size  # noqa: E402
 from attnbook.widgets._live import EXPLORER_DPI  # noqa: E402

@@ -1,18 +1,13 @@
-"""attnbook.measure: side-by-side timing and the extra peak memory of one call."""
+"""attnbook.measure.timing: side-by-side timing and the extra peak memory of one call."""
 
 import time
 
 import pytest
 import torch
 
-from attnbook.measure import (
-    calls_per_sample,
-    interleaved_medians,
-    mean_call_time,
-    median_call_time,
-    peak_memory,
-    score_matrix_bytes,
-)
+from attnbook.measure.timing import calls_per_sample, interleaved_medians, mean_call_time, median_call_time
+from attnbook.experiments.attention_memory import peak_memory
+from attnbook.measure.memory import score_matrix_bytes
 
 
 def test_looped_timing_makes_samples_long_enough():
@@ -40,7 +35,7 @@ def test_peak_memory_of_training_keeps_the_recomputing_backward_small():
 
 def test_saved_for_backward_counts_each_storage_once():
     from attnbook import attention, chunked_attention
-    from attnbook.measure import saved_for_backward
+    from attnbook.measure.memory import saved_for_backward
 
     n, d = 256, 16
     generator = torch.Generator().manual_seed(0)

@@ -276,7 +276,7 @@ def test_permuting_key_value_pairs_together_leaves_output_unchanged(case, rng):
 
 
 def test_multihead_view_matches_the_trained_model():
-    from attnbook.lookup import trained_card_lookup
+    from attnbook.tasks.card_lookup import trained_card_lookup
     from attnbook.widgets.multihead import DIGIT_CARD, example_hand, multihead_view
 
     view = multihead_view(num_heads=4, head=3)
@@ -389,7 +389,7 @@ def test_the_explorer_shows_the_figure_of_the_current_controls():
 
 
 def test_lookup_batch_draws_distinct_cards_and_consistent_answers():
-    from attnbook.lookup import COLOURS, NUM_CARDS, NUM_DIGITS, lookup_batch
+    from attnbook.tasks.card_lookup import COLOURS, NUM_CARDS, NUM_DIGITS, lookup_batch
 
     batch = lookup_batch(500, num_queries=3, generator=torch.Generator().manual_seed(0))
     colours, digits = batch["card_colours"], batch["card_digits"]
@@ -406,7 +406,7 @@ def test_lookup_batch_draws_distinct_cards_and_consistent_answers():
 
 
 def test_card_lookup_training_is_reproducible_and_two_heads_solve_the_task():
-    from attnbook.lookup import lookup_report, train_card_lookup, trained_card_lookup
+    from attnbook.tasks.card_lookup import lookup_report, train_card_lookup, trained_card_lookup
 
     a, losses_a = train_card_lookup(2, steps=5)
     b, losses_b = train_card_lookup(2, steps=5)

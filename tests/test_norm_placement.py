@@ -7,11 +7,8 @@ import torch
 from torch import nn
 
 from attnbook import TransformerEncoderBlock
-from attnbook.norm_placement import (
-    PLACEMENTS, RESULTS_FILE, PreNormEncoderBlock, load_comparison, placement_classifier, run_comparison,
-    summarize, train_placement, warmup_schedule,
-)
-from attnbook.transformer import LayerNorm, padding_mask
+from attnbook.experiments.norm_placement import PLACEMENTS, RESULTS_FILE, PreNormEncoderBlock, load_comparison, placement_classifier, run_comparison, summarize, train_placement, warmup_schedule
+from attnbook.nn.encoder import LayerNorm, padding_mask
 
 
 def _torch_layer(norm_first, seed=0, d=8, heads=2, ffn=16):

@@ -1,4 +1,4 @@
-"""Tests for attnbook.pointer (pointer networks) and its explorer's pure view."""
+"""Tests for attnbook.nn.pointer (pointer networks) and its explorer's pure view."""
 
 import time
 
@@ -9,14 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnbook import AdditiveScore, PointerNetwork, masked_softmax, pretrained_sorter, sorting_batch
-from attnbook.pointer import (
-    load_sorter,
-    not_chosen_mask,
-    save_sorter,
-    scale_to_unit,
-    sorting_accuracy,
-    train_sorter,
-)
+from attnbook.tasks.sorting import load_sorter, save_sorter, scale_to_unit, sorting_accuracy, train_sorter
+from attnbook.nn.pointer import not_chosen_mask
 
 
 def small_model(seed=0, hidden_dim=8):
@@ -258,8 +252,8 @@ def test_pretrained_loads_fast_in_eval_mode(sorter):
     assert seconds < 10
     assert isinstance(model, PointerNetwork) and not model.training and model.hidden_dim == 64
     assert {"recipe", "accuracy"} <= set(info) and "seconds" not in info  # no timing: the file must be reproducible
-    from attnbook.pointer import TRAINING_RECIPE
-    from attnbook.train_pointer import weights_digest
+    from attnbook.tasks.sorting import TRAINING_RECIPE
+    from attnbook.train.sorter import weights_digest
 
     # The shipped weights are the ones the training script reported (same digest, same recipe).
     assert info["recipe"] == TRAINING_RECIPE and info["digest"] == weights_digest(model)
@@ -271,7 +265,7 @@ def test_pretrained_sorts_the_source_example(sorter):
     assert (model.decode(x) + 1).tolist() == [[1, 3, 2]]
 
 
-# Measured on 4,000 sequences: 99.92 %, 99.70 %, 98.75 % (python -m attnbook.train_pointer). Thresholds sit below
+# Measured on 4,000 sequences: 99.92 %, 99.70 %, 98.75 % (python -m attnbook.train.sorter). Thresholds sit below
 # those values by more than the sampling error of 1,000 sequences.
 @pytest.mark.parametrize("n, threshold", [(5, 0.99), (10, 0.985), (15, 0.965)])
 def test_pretrained_accuracy(sorter, n, threshold):
@@ -461,7 +455,7 @@ def test_saved_bytes_do_not_depend_on_the_file_name_or_on_how_the_model_was_made
     can be compared with the shipped one by its SHA-256."""
     import hashlib
 
-    from attnbook.pointer import load_sorter, save_sorter
+    from attnbook.tasks.sorting import load_sorter, save_sorter
 
     with torch.random.fork_rng():
         torch.manual_seed(0)

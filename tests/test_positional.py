@@ -1,4 +1,4 @@
-"""Tests for attnbook.positional and the chapter-8 explorer.
+"""Tests for attnbook.core.positional and the chapter-8 explorer.
 
 Every expected value comes from the formula itself, evaluated element by element
 with math.sin / math.cos, never from the vectorised code under test.
@@ -11,15 +11,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnbook.positional import (
-    LearnedPositionalEmbedding,
-    PositionalEncoding,
-    Source002PositionalEncoding,
-    pair_frequencies,
-    position_shift_matrix,
-    sinusoidal_encoding,
-    source_002_encoding,
-)
+from attnbook.core.positional import LearnedPositionalEmbedding, PositionalEncoding, Source002PositionalEncoding, pair_frequencies, position_shift_matrix, sinusoidal_encoding, source_002_encoding
 from attnbook.widgets.positional import plot_positional, positional_explorer, positional_view, update_positional_figure
 
 FAST = settings(max_examples=40, deadline=None)

@@ -42,8 +42,9 @@ from attnbook import (
     scaled_dot_score,
     split_heads,
 )
-from attnbook import _checks, _weights, pointer
-from attnbook.chunked import StreamingAttention
+from attnbook import _weights
+from attnbook.tasks import sorting as pointer
+from attnbook.core.chunked import StreamingAttention
 
 HALF = (torch.float16, torch.bfloat16)
 
@@ -487,8 +488,8 @@ def _rng_untouched(call):
 
 
 def test_library_calls_leave_the_global_rng_as_found():
-    from attnbook.classifier import train_order_classifier
-    from attnbook.complexity import comparison_layers, conv_layers_to_connect
+    from attnbook.tasks.order_classifier import train_order_classifier
+    from attnbook.experiments.complexity import comparison_layers, conv_layers_to_connect
     from attnbook.widgets import multihead as multihead_widget
     from attnbook.widgets import self_attention as self_attention_widget
 
@@ -627,7 +628,7 @@ def test_live_explorer_shows_any_error_as_a_message():
     import ipywidgets as widgets
     import matplotlib.pyplot as plt
 
-    from attnbook.widgets._live import live_explorer
+    from attnbook.widgets._explorer import live_explorer
 
     def view(x):
         if x == 2:

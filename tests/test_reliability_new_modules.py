@@ -10,19 +10,25 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnbook import dates, decoder, lookup, measure, norm_placement, seq2seq
-from attnbook.decoder import TransformerDecoderBlock, causal_mask
-from attnbook.masking import masked_softmax
+from attnbook.experiments import norm_placement
+from attnbook.measure import timing
+from attnbook.nn import decoder, seq2seq
+from attnbook.tasks import copying, dates
+from attnbook.tasks.date_transformer import pretrained_date_transformer
+from attnbook.tasks.date_translator import pretrained_date_translator
+from attnbook.tasks import card_lookup as lookup
+from attnbook.nn.decoder import TransformerDecoderBlock, causal_mask
+from attnbook.core.masking import masked_softmax
 
 
 @pytest.fixture(scope="module")
 def date_transformer():
-    return decoder.pretrained_date_transformer()
+    return pretrained_date_transformer()
 
 
 @pytest.fixture(scope="module")
 def date_translator():
-    return seq2seq.pretrained_date_translator()
+    return pretrained_date_translator()
 
 
 def _block(seed=0, embed_dim=8, num_heads=2):
@@ -195,12 +201,12 @@ def test_seq2seq_context_checks_dtype_and_sizes():
 @pytest.mark.parametrize("lengths", [[0, 1], [-1, 2], [1.5, 2], [True, 2], [], None, "3", [3], 0, True, 2.5])
 def test_copy_batch_refuses_bad_lengths(lengths):
     with pytest.raises((TypeError, ValueError)):
-        seq2seq.copy_batch(2, lengths, torch.Generator().manual_seed(0))
+        copying.copy_batch(2, lengths, torch.Generator().manual_seed(0))
 
 
 def test_copy_batch_needs_a_generator():
     with pytest.raises(TypeError, match="Generator"):
-        seq2seq.copy_batch(2, 3, None)
+        copying.copy_batch(2, 3, None)
 
 
 # -- class 9: global random state -------------------------------------------------------------
@@ -334,16 +340,16 @@ def test_dates_helpers_refuse_bad_arguments():
 
 
 def test_labels_measure_and_diagram_arguments():
-    from attnbook.diagrams import draw_bahdanau_step
+    from attnbook.display.diagrams import draw_bahdanau_step
 
     with pytest.raises(ValueError):
         lookup.card_label(99, 1)
     with pytest.raises(ValueError):
         lookup.question_label(1, True)
     with pytest.raises(ValueError):
-        measure.mean_call_time(lambda: None, 0)
+        timing.mean_call_time(lambda: None, 0)
     with pytest.raises(ValueError):
-        measure.calls_per_sample(lambda: None, float("inf"))
+        timing.calls_per_sample(lambda: None, float("inf"))
     for weights in [(float("nan"), 1.0), (True, False), (0.01,) * 100]:
         with pytest.raises(ValueError):
             draw_bahdanau_step(weights)

@@ -1,7 +1,7 @@
-"""Tests for attnbook.rotary.apply_rotary (RoPE).
+"""Tests for attnbook.core.rotary.apply_rotary (RoPE).
 
 References: the formula entry by entry with math.cos / math.sin, multiplication of complex
-numbers with torch.complex tensors, and the shift matrix of attnbook.positional.
+numbers with torch.complex tensors, and the shift matrix of attnbook.core.positional.
 """
 
 import math
@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnbook import apply_rotary, attention_weights
-from attnbook.positional import position_shift_matrix
+from attnbook.core.positional import position_shift_matrix
 
 FAST = settings(max_examples=40, deadline=None)
 

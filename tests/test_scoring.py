@@ -11,17 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from attnbook import AdditiveScore, BilinearScore, dot_score, scaled_dot_score
-from attnbook.score_scaling import (
-    SATURATION,
-    gradient_statistics,
-    keys_sharing,
-    query_gradients,
-    random_queries_and_keys,
-    random_score_statistics,
-    random_scores,
-    softmax_jacobian,
-    softmax_statistics,
-)
+from attnbook.experiments.score_scaling import SATURATION, gradient_statistics, keys_sharing, query_gradients, random_queries_and_keys, random_score_statistics, random_scores, softmax_jacobian, softmax_statistics
 from attnbook.widgets.scoring import DIMS, plot_scoring, scoring_explorer, scoring_view, update_scoring_figure
 
 

@@ -8,10 +8,13 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnbook import seq2seq
-from attnbook.dates import SOURCE_VOCAB, random_date_pairs
-from attnbook.masking import masked_softmax
-from attnbook.seq2seq import Seq2Seq, copy_batch, count_parameters, pretrained_date_translator
+from attnbook.nn import seq2seq
+from attnbook.tasks import copying, date_translator
+from attnbook.tasks.dates import SOURCE_VOCAB, random_date_pairs
+from attnbook.nn.seq2seq import Seq2Seq
+from attnbook.tasks.copying import copy_batch
+from attnbook.measure.parameters import count_parameters
+from attnbook.tasks.date_translator import pretrained_date_translator
 
 
 @pytest.fixture(scope="module")
@@ -137,9 +140,9 @@ def test_loader_refuses_a_changed_file_and_leaves_the_rng_alone(tmp_path, monkey
     data = resources.files("attnbook") / "data"
     copy = tmp_path / "attnbook" / "data"
     shutil.copytree(str(data), copy)
-    blob = bytearray((copy / seq2seq.TRANSLATOR_FILE).read_bytes())
+    blob = bytearray((copy / date_translator.TRANSLATOR_FILE).read_bytes())
     blob[len(blob) // 2] ^= 0x01
-    (copy / seq2seq.TRANSLATOR_FILE).write_bytes(bytes(blob))
+    (copy / date_translator.TRANSLATOR_FILE).write_bytes(bytes(blob))
     import attnbook._weights as weights
 
     monkeypatch.setattr(weights.resources, "files", lambda package: tmp_path / "attnbook")
@@ -173,10 +176,10 @@ def test_explorer_view(translator):
 
 
 def test_shipped_bottleneck_models():
-    models = seq2seq.pretrained_bottleneck_models()
+    models = copying.pretrained_bottleneck_models()
     assert count_parameters(models["attention"]) == 95_549 and count_parameters(models["plain"]) == 95_512
     assert models["attention"].uses_attention and not models["plain"].uses_attention
-    accuracy = seq2seq.copy_accuracies(models, [6, 20], num_sequences=100, seed=31_000)
+    accuracy = copying.copy_accuracies(models, [6, 20], num_sequences=100, seed=31_000)
     assert accuracy["attention"][0] >= 0.95 and accuracy["attention"][1] >= 0.95
     assert accuracy["plain"][0] >= 0.95 and accuracy["plain"][1] <= 0.1  # the bottleneck
 
@@ -198,8 +201,8 @@ def test_shipped_weight_files_are_small_and_match_their_pinned_digests():
     from attnbook._weights import sha256_of
 
     data = resources.files("attnbook") / "data"
-    for filename, pinned in ((seq2seq.TRANSLATOR_FILE, seq2seq.TRANSLATOR_SHA256),
-                             (seq2seq.BOTTLENECK_FILE, seq2seq.BOTTLENECK_SHA256)):
+    for filename, pinned in ((date_translator.TRANSLATOR_FILE, date_translator.TRANSLATOR_SHA256),
+                             (copying.BOTTLENECK_FILE, copying.BOTTLENECK_SHA256)):
         blob = (data / filename).read_bytes()
         assert len(blob) <= 1_000_000, (filename, len(blob))
         assert sha256_of(blob) == pinned
@@ -208,7 +211,7 @@ def test_shipped_weight_files_are_small_and_match_their_pinned_digests():
 def test_every_form_and_case_at_the_range_limits_and_leap_days(translator):
     import datetime
 
-    from attnbook.dates import CASES, FORMS, format_date
+    from attnbook.tasks.dates import CASES, FORMS, format_date
 
     generator = torch.Generator().manual_seed(5)
     dates = [datetime.date(1900, 1, 1), datetime.date(2099, 12, 31), datetime.date(2000, 2, 29),
@@ -229,7 +232,7 @@ def test_bahdanau_step_diagram_draws_one_weighted_line_per_input():
     import matplotlib
 
     matplotlib.use("Agg")
-    from attnbook.diagrams import draw_bahdanau_step
+    from attnbook.display.diagrams import draw_bahdanau_step
 
     fig = draw_bahdanau_step(weights=(0.1, 0.6, 0.3))
     (ax,) = fig.axes

@@ -9,7 +9,9 @@ from importlib import resources
 import pytest
 import torch
 
-from attnbook import _weights, classifier, lookup
+from attnbook import _weights
+from attnbook.tasks import card_lookup as lookup
+from attnbook.tasks import order_classifier as classifier
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from attnbook.threads import single_thread, torch_threads
+from attnbook.measure.threads import single_thread, torch_threads
 
 
 def test_single_thread_sets_one_and_restores():

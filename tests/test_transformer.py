@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 from attnbook import LayerNorm, MultiHeadAttention, PositionalEncoding, TransformerEncoder, TransformerEncoderBlock
-from attnbook.transformer import PositionWiseFFN, padding_mask
+from attnbook.nn.encoder import PositionWiseFFN, padding_mask
 
 
 def _gen(seed):

@@ -22,7 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "benchmarks"))
 
 import bench_widgets  # noqa: E402  (finds the explorers and their moves, as the benchmark does)
 
-from attnbook.widgets._live import LiveFigure, live_explorer  # noqa: E402
+from attnbook.widgets._explorer import live_explorer  # noqa: E402
+from attnbook.widgets._live import LiveFigure  # noqa: E402
 
 
 def differing_fraction(a: dict, b: dict) -> float:

@@ -34,7 +34,7 @@ def read_pinned(filename: str, sha256: str) -> bytes:
         raise ValueError(
             f"attnbook/data/{filename} ({len(data):,} bytes) has SHA-256 {found}, but the code pins "
             f"{sha256}: the file is damaged or comes from another training run; reinstall attnbook "
-            f"or retrain it with its train_* script and update the pinned digest"
+            f"or retrain it with its attnbook.train script and update the pinned digest"
         )
     return data
 
@@ -60,9 +60,9 @@ def weights_digest(model) -> str:
 
 
 def training_arguments(argv, description: str, recipe: dict, script: str):
-    """The command line shared by the ``train_*`` scripts: ``--out``, ``--check`` and one option per
+    """The command line shared by the ``attnbook.train`` scripts: ``--out``, ``--check`` and one option per
     recipe entry (``--batch-size 64``). Returns (args, the recipe as given, the command that
-    reproduces it, e.g. ``python -m attnbook.train_pointer --steps 100``)."""
+    reproduces it, e.g. ``python -m attnbook.train.sorter --steps 100``)."""
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=None, help="where to write the weights (default: the package's data)")
     parser.add_argument("--check", action="store_true", help="only evaluate the shipped weights")

@@ -14,8 +14,9 @@ import torch
 import torch.nn.functional as F
 
 from attnbook import attention, chunked_attention
-from attnbook.chunked import DEFAULT_CHUNK_SIZE
-from attnbook.measure import interleaved_medians, peak_memory
+from attnbook.core.chunked import DEFAULT_CHUNK_SIZE
+from attnbook.measure.timing import interleaved_medians
+from attnbook.experiments.attention_memory import peak_memory
 
 from _common import row
 

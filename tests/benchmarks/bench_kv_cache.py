@@ -14,8 +14,8 @@ Both must produce the same tokens. Target: the cached version at least 10x faste
 import torch
 
 from attnbook import EncoderDecoderTransformer
-from attnbook.measure import interleaved_medians
-from attnbook.threads import single_thread
+from attnbook.measure.timing import interleaved_medians
+from attnbook.measure.threads import single_thread
 
 from _common import row
 

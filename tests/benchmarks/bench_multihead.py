@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from attnbook import MultiHeadAttention
-from attnbook.measure import interleaved_medians
+from attnbook.measure.timing import interleaved_medians
 
 from _common import row
 

@@ -12,7 +12,9 @@
    local server on 127.0.0.1, waits until MathJax has typeset every formula, every saved
    widget is rendered and every image is decoded, and prints it with a PDF outline
    (bookmarks) built from the headings: chapters at the top level, then sections.
-   Any request to another host fails the run.
+   Any request to another host fails the run. Before printing, the page is laid out at the
+   A4 text width to record every code block wider than it (cut at the margin on paper):
+   ``wide_code`` in print.json, which tests/test_pdf.py checks.
 
 Usage: python tests/tools/print_pdf.py [--out _build/pdf/attention-from-scratch.pdf]
 """
@@ -104,6 +106,29 @@ async () => {
     broken_images: Array.from(document.images).filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src),
     documents: document.querySelectorAll('.book-document').length,
   };
+}
+"""
+
+# A4 less the left and right margins of page.pdf() below, in CSS pixels (96 per inch).
+MARGIN_MM = 15
+PRINT_WIDTH_PX = round((210 - 2 * MARGIN_MM) / 25.4 * 96)
+
+# Every printed code block wider than the column (its text is cut on paper): which document
+# (chapter) it is in, and its widest line. Runs after PREPARE has marked the documents. Each is
+# then marked `too-wide`, which print.css wraps: unwrapped, it would widen the page and Chromium
+# would shrink the whole book to fit it.
+WIDE_CODE = """
+() => {
+  const shown = Array.from(document.querySelectorAll('pre')).filter(pre => pre.getClientRects().length > 0);
+  const wide = shown.filter(pre => pre.scrollWidth > pre.clientWidth).map(pre => {
+    const document_ = pre.closest('section.book-document');
+    const heading = document_ && document_.querySelector('h1');
+    const title = heading ? heading.textContent.replace(/[#¶]/g, '').trim() : '';
+    const widest = pre.textContent.split('\\n').reduce((a, b) => (b.length > a.length ? b : a), '');
+    return {document: title.slice(0, 60), line: widest.slice(0, 60), length: widest.length};
+  });
+  shown.filter(pre => pre.scrollWidth > pre.clientWidth).forEach(pre => pre.classList.add('too-wide'));
+  return {code_blocks: shown.length, wide_code: wide};
 }
 """
 
@@ -250,10 +275,13 @@ def print_pdf(singlehtml: Path, page_file: Path, out: Path) -> dict:
             clock.append(time.perf_counter())
             found = page.evaluate(PREPARE)
             page.wait_for_load_state("networkidle")
+            page.set_viewport_size({"width": PRINT_WIDTH_PX, "height": 900})  # the paper's column
+            found.update(page.evaluate(WIDE_CODE))
+            page.set_viewport_size({"width": 1280, "height": 900})
             clock.append(time.perf_counter())
             out.parent.mkdir(parents=True, exist_ok=True)
             page.pdf(path=str(printed), format="A4", print_background=True, outline=True, tagged=True,
-                     margin={"top": "16mm", "bottom": "16mm", "left": "15mm", "right": "15mm"},
+                     margin={"top": "16mm", "bottom": "16mm", "left": f"{MARGIN_MM}mm", "right": f"{MARGIN_MM}mm"},
                      display_header_footer=True, header_template="<span></span>", footer_template=FOOTER)
             clock.append(time.perf_counter())
             browser.close()

@@ -25,8 +25,9 @@ from dataclasses import dataclass
 import matplotlib.pyplot as plt
 from PIL import Image
 
-from ..plotting import BOOK_COLUMN_PX, smallest_text_px
-from ..threads import single_thread
+from ..display.figures import BOOK_COLUMN_PX, smallest_text_px
+from ..measure.threads import single_thread
+from ._live import EXPLORER_DPI, LiveFigure, canvas_image
 
 FRAMES_VARIABLE = "ATTNBOOK_EXPLORER_FRAMES"
 #: Frames hold this many pixels per CSS pixel they are shown at.
@@ -92,7 +93,6 @@ class FrameGrid:
     """
 
     def __init__(self, grid: dict, view, plot, update):
-        from ._live import EXPLORER_DPI, LiveFigure
 
         names = list(grid)
         for position, (name, choices) in enumerate(grid.items()):
@@ -112,7 +112,6 @@ class FrameGrid:
 
     def frame(self, values: dict) -> tuple[bytes, int, int]:
         """The frame for ``values`` (name -> value): a 256-colour PNG and its CSS width and height."""
-        from ._live import canvas_image
 
         with single_thread():
             self.live.render_pixels(self.view(**values))

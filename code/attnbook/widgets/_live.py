@@ -15,7 +15,6 @@ import io
 import matplotlib.pyplot as plt
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-from ..threads import single_thread
 
 # Explorer figures are rendered at this resolution: a move must redraw in well under 100 ms,
 # and rendering time grows with the number of pixels.
@@ -156,52 +155,3 @@ class LiveFigure:
         finally:
             for artist in self.redrawn:
                 artist.set_animated(True)
-
-
-def live_explorer(controls: dict, view, plot, update, frames: dict | None = None):
-    """A VBox of ipywidgets ``controls`` (name -> widget) over an Output showing their figure.
-
-    frames: the grid of control values (name -> ``_frames.Choices``) at which the explorer
-    also works without Python. When frames are wanted (``_frames.frames_wanted()``, set by
-    ``make notebooks``), the explorer is built from them instead (``_frames.frame_explorer``):
-    the same view, plot and update, drawn in advance for every value of the grid.
-
-    ``view(**values)`` computes what to show for the controls' values (a dict);
-    ``plot(view)`` builds the figure, once, for the controls' first values; and
-    ``update(figure, view)`` shows a new view in it and returns the artists it changed
-    (see ``LiveFigure``). Each move of a control computes the view once and redraws. An
-    error from ``view`` or ``update`` (a ``ValueError`` for input the reader typed that the
-    book's code rejects; any other exception too) is shown as its message instead, never
-    as a traceback. The new picture replaces the old one in a single
-    update, so nothing flickers, and the same code works in a kernel, in a test, and in
-    the saved widget state. The box keeps its ``LiveFigure`` as ``box.live_figure``.
-    """
-    import ipywidgets as widgets
-
-    from ._frames import frame_explorer, frames_wanted
-
-    if frames is not None and frames_wanted():
-        return frame_explorer(frames, view, plot, update)
-
-    def current_view():
-        # Views compute on small tensors: one thread never waits for another on a busy machine.
-        with single_thread():
-            return view(**{name: control.value for name, control in controls.items()})
-
-    first = current_view()  # from the widgets' values, which a slider may have clamped
-    live_figure = LiveFigure(plot(first), update)
-    output = widgets.Output()
-
-    def redraw(_change=None):
-        try:
-            shown = live_figure.render(current_view())
-        except Exception as error:  # noqa: BLE001 - whatever a view raises is shown as a message, never a traceback
-            shown = _message_output(error)
-        output.outputs = (shown,)
-
-    for control in controls.values():
-        control.observe(redraw, names="value")
-    output.outputs = (live_figure.render(first),)
-    box = widgets.VBox([widgets.HBox(list(controls.values())), output])
-    box.live_figure = live_figure
-    return box

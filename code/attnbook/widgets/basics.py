@@ -3,10 +3,10 @@
 import matplotlib.pyplot as plt
 from matplotlib.image import NonUniformImage
 
-from ..kernel_regression import mean_squared_error, nadaraya_watson, regression_data
+from ..core.kernel_regression import mean_squared_error, nadaraya_watson, regression_data
 from .._checks import require_finite_number, require_int_in
 from ._frames import Choices
-from ._live import live_explorer
+from ._explorer import live_explorer
 
 #: The values the explorer's sliders take in the HTML book (frames drawn in advance).
 FRAME_BANDWIDTHS = (0.03, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0, 3.0)

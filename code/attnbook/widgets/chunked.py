@@ -5,13 +5,13 @@ import math
 import matplotlib.pyplot as plt
 import torch
 
-from ..attention import attention
-from ..chunked import StreamingAttention
-from ..measure import score_matrix_bytes
-from ..threads import single_thread
+from ..core.attention import attention
+from ..core.chunked import StreamingAttention
+from ..measure.memory import score_matrix_bytes
+from ..measure.threads import single_thread
 from .._checks import require_int_in
 from ._frames import Choices
-from ._live import live_explorer
+from ._explorer import live_explorer
 
 LENGTHS = tuple(2**p for p in range(8, 15))  # 256 ... 16,384
 CHUNK_SIZES = tuple(2**p for p in range(5, 13))  # 32 ... 4,096

@@ -6,10 +6,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from .._checks import require_flag, require_int, require_int_in, require_text
-from ..dates import MAX_INPUT_LENGTH
-from ..threads import single_thread
+from ..tasks.dates import MAX_INPUT_LENGTH
+from ..measure.threads import single_thread
 from ._frames import Choices, with_first
-from ._live import live_explorer
+from ._explorer import live_explorer
 
 EXAMPLES = (
     "Monday, May 3, 1999",
@@ -25,7 +25,7 @@ def decoder_view(translator, text: str = EXAMPLES[0], step: int = 1, layer: int 
                  width: int = 0) -> dict:
     """What the explorer shows: one input, one generation step, one decoder layer.
 
-    translator: a ``DateTransformer`` (``attnbook.decoder.pretrained_date_transformer()``).
+    translator: a ``DateTransformer`` (``attnbook.tasks.date_transformer.pretrained_date_transformer()``).
     step: the generation step t, 1-based (step t writes output character t; the step
     after the last character writes EOS). layer: 0-based decoder layer. With ``clamp``
     a step past the last one shows the last one (inputs differ in their number of steps).
@@ -118,7 +118,7 @@ def decoder_explorer(translator=None, text: str = EXAMPLES[0], step: int = 1, la
     import ipywidgets as widgets
 
     if translator is None:
-        from ..decoder import pretrained_date_transformer
+        from ..tasks.date_transformer import pretrained_date_transformer
 
         translator = pretrained_date_transformer()
     num_layers = len(translator.model.decoder.blocks)

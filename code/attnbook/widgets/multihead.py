@@ -1,6 +1,6 @@
 """Chapter 4 explorer: the trained heads of the card-lookup model, one head enlarged.
 
-The example is fixed: one hand of six cards and six questions (``attnbook.lookup``), each
+The example is fixed: one hand of six cards and six questions (``attnbook.tasks.card_lookup``), each
 asking "which digit is on the card of colour c?" and "which colour is the card with digit
 v?" about two different cards. The "heads" control picks a model trained with 1, 2 or 4
 heads (each trained once, seeded, and cached); the slider picks the head to enlarge
@@ -12,10 +12,10 @@ import matplotlib.pyplot as plt
 import matplotlib.transforms as transforms
 import torch
 
-from ..lookup import COLOURS, NUM_CARDS, NUM_DIGITS, card_label, hand_questions, question_label, trained_card_lookup
+from ..tasks.card_lookup import COLOURS, NUM_CARDS, NUM_DIGITS, card_label, hand_questions, question_label, trained_card_lookup
 from .._checks import keep_global_rng
 from ._frames import Choices
-from ._live import live_explorer
+from ._explorer import live_explorer
 
 HEAD_CHOICES = (1, 2, 4)
 HAND_SEED = 2
@@ -24,7 +24,7 @@ DIGIT_CARD = (2, 0, 4, 5, 1, 3)
 
 
 def example_hand() -> dict:
-    """The explorer's hand and questions, in the format of ``attnbook.lookup.lookup_batch`` (batch of 1).
+    """The explorer's hand and questions, in the format of ``attnbook.tasks.card_lookup.lookup_batch`` (batch of 1).
 
     The cards' colours and digits are drawn with a ``torch.Generator`` seeded with HAND_SEED;
     question i names card i by its colour and card DIGIT_CARD[i] by its digit.

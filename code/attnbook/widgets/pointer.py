@@ -8,10 +8,12 @@ import numpy as np
 import torch
 
 from .._checks import require_text
-from ..pointer import PointerNetwork, pretrained_sorter, scale_to_unit
-from ..threads import single_thread
+from ..nn.pointer import PointerNetwork
+from ..tasks.sorting import pretrained_sorter, scale_to_unit
+from ..measure.threads import single_thread
 from ._frames import Choices, with_first
-from ._live import EXPLORER_DPI, live_explorer
+from ._explorer import live_explorer
+from ._live import EXPLORER_DPI
 
 MAX_NUMBERS = 30
 #: The inputs the explorer offers in the HTML book, where nothing can be typed: the source's

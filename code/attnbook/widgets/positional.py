@@ -7,10 +7,10 @@ from functools import partial
 
 import matplotlib.pyplot as plt
 
-from ..positional import position_shift_matrix, sinusoidal_encoding
+from ..core.positional import position_shift_matrix, sinusoidal_encoding
 from .._checks import require_finite_number, require_int_in
 from ._frames import Choices
-from ._live import live_explorer
+from ._explorer import live_explorer
 
 #: The values the explorer's sliders take in the HTML book (frames drawn in advance): i + delta
 #: stays inside 64 positions for every pair.

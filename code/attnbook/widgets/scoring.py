@@ -6,10 +6,10 @@ from functools import lru_cache
 import matplotlib.pyplot as plt
 import torch
 
-from ..score_scaling import SATURATION, random_scores, softmax_statistics
+from ..experiments.score_scaling import SATURATION, random_scores, softmax_statistics
 from .._checks import require_finite_number, require_flag, require_int_in
 from ._frames import Choices
-from ._live import live_explorer
+from ._explorer import live_explorer
 
 #: The temperatures the explorer offers in the HTML book (frames drawn in advance).
 FRAME_TEMPERATURES = (0.1, 0.3, 1.0, 3.0, 10.0)

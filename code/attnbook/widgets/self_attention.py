@@ -12,11 +12,11 @@ import matplotlib.pyplot as plt
 import matplotlib.transforms as transforms
 import torch
 
-from ..positional import sinusoidal_encoding
-from ..self_attention import SelfAttention
+from ..core.positional import sinusoidal_encoding
+from ..nn.self_attention import SelfAttention
 from .._checks import keep_global_rng, require_flag, require_int_in, require_text
 from ._frames import Choices
-from ._live import live_explorer
+from ._explorer import live_explorer
 
 DEFAULT_SENTENCE = "the cat sat on the mat"
 

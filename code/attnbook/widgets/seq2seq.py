@@ -8,10 +8,11 @@ import numpy as np
 import torch
 
 from .._checks import require_int, require_text
-from ..dates import MAX_INPUT_LENGTH, TARGET_LENGTH
-from ..seq2seq import pretrained_date_translator
+from ..tasks.dates import MAX_INPUT_LENGTH, TARGET_LENGTH
+from ..tasks.date_translator import pretrained_date_translator
 from ._frames import Choices, with_first
-from ._live import EXPLORER_DPI, live_explorer
+from ._explorer import live_explorer
+from ._live import EXPLORER_DPI
 
 #: Inputs of the dropdown: several forms and cases, then two inputs in none of the forms.
 EXAMPLES = (

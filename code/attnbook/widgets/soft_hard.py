@@ -5,11 +5,11 @@ import math
 import matplotlib.pyplot as plt
 import torch
 
-from ..attention import attention, hard_attention
-from ..scoring import dot_score
+from ..core.attention import attention, hard_attention
+from ..core.scoring import dot_score
 from .._checks import require_finite_number, require_int_in
 from ._frames import Choices
-from ._live import live_explorer
+from ._explorer import live_explorer
 
 KEY_ANGLES = (20.0, 95.0, 150.0, 230.0, 300.0)  # degrees; five keys on the unit circle
 KEY_VALUES = (1.0, 2.0, 3.0, 4.0, 5.0)  # value n + 1 belongs to key n

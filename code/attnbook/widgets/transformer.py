@@ -5,11 +5,11 @@ from functools import partial
 import matplotlib.pyplot as plt
 import torch
 
-from ..classifier import VOCAB, CLSClassifier, encode
-from ..threads import single_thread
+from ..tasks.order_classifier import VOCAB, CLSClassifier, encode
+from ..measure.threads import single_thread
 from .._checks import require_text
 from ._frames import Choices, with_first
-from ._live import live_explorer
+from ._explorer import live_explorer
 
 #: Inputs the explorer offers in the HTML book, where nothing can be typed: A before B, B before A,
 #: the two next to each other, and a longer input.
@@ -26,7 +26,7 @@ def cls_attention_view(model, text: str = "cdAefgBh", layer: int = 0, head: int 
     ``answer`` (True/False, or None unless the input has exactly one A and one B).
     """
     if not isinstance(model, CLSClassifier):
-        raise ValueError(f"model must be an attnbook.classifier.CLSClassifier, got {type(model).__name__}")
+        raise ValueError(f"model must be an attnbook.tasks.order_classifier.CLSClassifier, got {type(model).__name__}")
     num_layers = len(model.encoder.blocks)
     num_heads = model.encoder.blocks[0].num_heads
     for name, value, size in (("layer", layer, num_layers), ("head", head, num_heads)):

@@ -1,0 +1,5 @@
+"""How the book shows things: figures and heat maps (figures), drawn diagrams of the
+mechanisms (diagrams) and syntax-coloured source listings (listing).
+
+May import: every layer below (core, nn, tasks, experiments, measure); never the widgets.
+"""

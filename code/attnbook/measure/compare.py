@@ -1,0 +1,44 @@
+"""Checking a result against a reference, to a stated tolerance.
+
+Two computations of the same quantity in floating point agree only up to rounding, and
+that rounding changes with the CPU: its SIMD width, its BLAS kernels, the thread count.
+A difference such as ``1.1e-16`` is noise, not a result, and may read ``5.6e-17`` on the
+next machine. So the chapters print what a comparison establishes, "equal within 1e-12",
+which holds on every CPU, and never the noise itself.
+"""
+
+import torch
+
+from .._checks import require_positive
+
+
+def agreement(actual, expected, tol: float) -> str:
+    """``"equal within {tol}"`` if every ``|actual - expected| <= tol``, else the largest gap.
+
+    actual: a tensor or a number; expected: a tensor of the same shape, or a number that
+    every entry is compared with (e.g. 0). tol: the largest difference allowed, a positive
+    float. NaN or infinity anywhere counts as a difference.
+    """
+    require_positive("tol", tol)
+    actual, expected = _as_tensor("actual", actual), _as_tensor("expected", expected)
+    if expected.dim() and actual.shape != expected.shape:
+        raise ValueError(
+            f"actual {tuple(actual.shape)} and expected {tuple(expected.shape)} must have the same shape"
+        )
+    gap = (actual.double() - expected.double()).abs()
+    if bool(gap.isnan().any()):
+        return "differ: NaN"
+    largest = gap.max().item() if gap.numel() else 0.0
+    if largest <= tol:
+        return f"equal within {tol:.0e}"
+    return f"differ by up to {largest:.1e} (more than {tol:.0e})"
+
+
+def _as_tensor(name: str, value) -> torch.Tensor:
+    if isinstance(value, torch.Tensor):
+        if value.is_complex() or value.dtype == torch.bool:
+            raise TypeError(f"{name} must hold real numbers, got dtype {value.dtype}")
+        return value.detach()
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return torch.tensor(float(value), dtype=torch.float64)
+    raise TypeError(f"{name} must be a tensor or a number, got {type(value).__name__}")
