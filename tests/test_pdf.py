@@ -3,7 +3,8 @@
 The PDF is read back with poppler's `pdftotext`/`pdfinfo` and `pypdf`: its page count is in a
 sane range, every chapter's title is in its text, no formula was left as raw TeX, its outline
 (bookmarks) has one entry per chapter with the chapter's sections under it, printing made no
-request to another host, and the built HTML book's intro page links a copy of it.
+request to another host, no code block is wider than the column (its lines would be cut), and
+the built HTML book's intro page links a copy of it.
 """
 
 import json
@@ -21,7 +22,8 @@ from conftest import HTML, ROOT, require, require_chromium, toc_documents
 PDF = ROOT / "_build" / "pdf" / "attention-from-scratch.pdf"
 PRINT_REPORT = PDF.parent / "print.json"
 
-# Measured: 233-251 A4 pages for the 11 chapters and the front and back matter (2026-11-23),
+# Measured: 233-251 A4 pages for the 11 chapters and the front and back matter (2026-11-23;
+# 271 with code at 9.5pt, never wrapped except the blocks wider than the column, 2026-11-25),
 # 15-27 pages a chapter. Fewer than 150 pages means whole chapters or their outputs went missing; more than
 # 600 means the layout broke (a figure or a few lines a page, or text printed at a huge size).
 MIN_PAGES, MAX_PAGES = 150, 600
@@ -168,6 +170,38 @@ def test_printing_made_no_request_to_another_host(book_pdf):
     assert report["typeset"] == report["math"] > 0, "formulas not typeset in the PDF"
     # Every page of _toc.yml after the root (which holds them all) printed as its own document.
     assert report["documents"] == len(toc_documents()) - 1
+
+
+def wide_code_message(report, first=5) -> str:
+    """The failure message: how many code blocks are too wide, per chapter, and the first few lines."""
+    wide = report["wide_code"]
+    per_document = {}
+    for block in wide:
+        per_document[block["document"]] = per_document.get(block["document"], 0) + 1
+    lines = [f"{len(wide)} of {report['code_blocks']} code blocks are wider than the A4 column "
+             f"(their lines are cut on paper; the PDF wraps them meanwhile):"]
+    lines += [f"  {document or '(front matter)'}: {count}" for document, count in per_document.items()]
+    lines += [f"  {block['document'][:20]}: {block['length']} characters: {block['line']!r}" for block in wide[:first]]
+    return "\n".join(lines)
+
+
+def test_wide_code_message_lists_chapters_and_lines():
+    block = {"document": "1. Attention basics", "line": "print(x)  # " + "a" * 48, "length": 91}
+    message = wide_code_message({"code_blocks": 9, "wide_code": [block] * 7}).splitlines()
+    assert message[0].startswith("7 of 9 code blocks are wider than the A4 column")
+    assert message[1] == "  1. Attention basics: 7"
+    assert message[2] == "  1. Attention basics: 91 characters: " + repr(block["line"])
+    assert len(message) == 7
+
+
+def test_no_code_is_cut_at_the_margin(book_pdf):
+    """Code is printed line for line (never wrapped): every line must fit the A4 column.
+    print_pdf.py measures each code block at the column's width under print styles."""
+    report = json.loads(PRINT_REPORT.read_text())
+    assert "wide_code" in report, f"{PRINT_REPORT} predates the check: print the PDF again (`make pdf`)"
+    assert report["code_blocks"] > 0
+    if report["wide_code"]:
+        pytest.fail(wide_code_message(report), pytrace=False)
 
 
 def test_intro_page_links_the_pdf(book_pdf):

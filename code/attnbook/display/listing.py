@@ -21,7 +21,9 @@ class Listing:
 
     def _repr_markdown_(self) -> str:
         # A fence longer than any run of backticks in the code, so the code cannot close it.
-        longest = max((len(run) for run in re.findall("`+", self.source)), default=0)
+        longest = max(
+            (len(run) for run in re.findall("`+", self.source)), default=0
+        )
         fence = "`" * max(3, longest + 1)
         return f"{fence}python\n{self.source}\n{fence}"
 
@@ -38,7 +40,10 @@ def show_source(obj) -> Listing:
         obj = obj.__func__
     try:
         source = inspect.getsource(obj)
-    except (TypeError, OSError) as error:  # no source: built in, or typed at a prompt
+    except (
+        TypeError,
+        OSError,
+    ) as error:  # no source: built in, or typed at a prompt
         raise TypeError(
             f"show_source(obj): obj must be a function, method, class or property "
             f"written in Python, not {type(obj).__name__} {obj!r:.60}"
