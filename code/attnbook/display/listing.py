@@ -1,8 +1,9 @@
-"""Printed source listings: ``show_source(f)`` shows the code of ``f``, syntax-coloured.
+"""Source listings: ``show_source(f)`` shows the code of ``f`` as a code block.
 
-The listing is a display object with two forms. Its plain text is the source itself, which
-nbval re-checks like any other output. Its Markdown is the same source in a fenced ``python``
-block: the HTML book (myst-nb) and JupyterLab (jupyterlab-myst) show it coloured.
+The listing is a display object with two forms. Its plain text is the source
+itself, which nbval re-checks like any other output. Its Markdown is the same
+source in a fenced ``python`` block, which the HTML book (myst-nb) and the PDF
+show syntax-coloured and JupyterLab (jupyterlab-myst) as a code block.
 """
 
 import inspect
@@ -20,19 +21,18 @@ class Listing:
         return self.source
 
     def _repr_markdown_(self) -> str:
-        # A fence longer than any run of backticks in the code, so the code cannot close it.
-        longest = max(
-            (len(run) for run in re.findall("`+", self.source)), default=0
-        )
-        fence = "`" * max(3, longest + 1)
+        # Longer than any run of backticks in the code, which cannot close it.
+        runs = re.findall("`+", self.source)
+        fence = "`" * max([3] + [len(run) + 1 for run in runs])
         return f"{fence}python\n{self.source}\n{fence}"
 
 
 def show_source(obj) -> Listing:
-    """The source of a function, method, class or property, dedented, as a `Listing`.
+    """The source of a function, method, class or property, as a `Listing`.
 
-    In a notebook the listing shows as a syntax-coloured code block; ``repr()`` of it, and
-    its ``text/plain`` output, is the source text without its trailing newline.
+    The source is dedented. In a notebook the listing shows as a code block;
+    ``repr()`` of it, its ``text/plain`` output, is the source text without
+    its trailing newline.
     """
     if isinstance(obj, property):
         obj = obj.fget
@@ -40,12 +40,10 @@ def show_source(obj) -> Listing:
         obj = obj.__func__
     try:
         source = inspect.getsource(obj)
-    except (
-        TypeError,
-        OSError,
-    ) as error:  # no source: built in, or typed at a prompt
+    except (TypeError, OSError) as error:  # built in, or typed at a prompt
         raise TypeError(
-            f"show_source(obj): obj must be a function, method, class or property "
-            f"written in Python, not {type(obj).__name__} {obj!r:.60}"
+            "show_source(obj): obj must be a function, method, class or "
+            f"property written in Python, not {type(obj).__name__} "
+            f"{obj!r:.60}"
         ) from error
     return Listing(textwrap.dedent(source).rstrip("\n"))
