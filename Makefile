@@ -18,14 +18,20 @@ BOOK_PDF := $(if $(wildcard /usr/bin/chromium),$(HTML_PDF))
 BOOK_SOURCES := _config.yml _toc.yml $(shell find book -name '*.ipynb' -o -name '*.md' 2>/dev/null | grep -v ipynb_checkpoints)
 NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
 
-.PHONY: book test test-portable lab notebooks bench clean setup pdf
+.PHONY: book test test-portable lab lint notebooks bench clean setup pdf
 
 book: $(VENV_STAMP) $(WIDGETS_JS) $(BOOK_PDF)
 	$(BIN)/jupyter-book build -W -n --keep-going .
 	@echo "The book: $(CURDIR)/$(BOOK_INDEX)"
 
-test: $(VENV_STAMP) $(BOOK_INDEX) $(BOOK_PDF)
+test: $(VENV_STAMP) $(BOOK_INDEX) $(BOOK_PDF) lint
 	$(PY) -m pytest --durations=12
+
+# The package, the tests and the chapters' code cells: formatted by ruff at 79 columns
+# (pyproject.toml), and clean under its checks.
+lint: $(VENV_STAMP)
+	$(BIN)/ruff format --check .
+	$(BIN)/ruff check .
 
 # The stored outputs and the unit tests again, under other numeric set-ups than the one the
 # chapters were recorded in: ATen's lower SIMD levels, MKL limited to SSE4.2 / AVX2, 1 and 2

@@ -20,13 +20,17 @@ TOLERANCE = 40
 def pixels(output: dict) -> np.ndarray:
     """The RGB pixels (height, width, 3) of a display_data output's PNG."""
     png = base64.b64decode(output["data"]["image/png"])
-    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=np.int16)
+    return np.asarray(
+        Image.open(io.BytesIO(png)).convert("RGB"), dtype=np.int16
+    )
 
 
 def differing_pixels(first: dict, second: dict) -> int:
     """How many pixels of two same-size PNG outputs differ by more than ``TOLERANCE`` in some channel."""
     a, b = pixels(first), pixels(second)
-    assert a.shape == b.shape, f"pictures of different sizes: {a.shape} vs {b.shape}"
+    assert a.shape == b.shape, (
+        f"pictures of different sizes: {a.shape} vs {b.shape}"
+    )
     return int((np.abs(a - b).max(axis=-1) > TOLERANCE).sum())
 
 

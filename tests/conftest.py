@@ -38,7 +38,10 @@ def require(found: bool, message: str) -> None:
 
 def require_chromium():
     """Debian's Chromium, which the browser tests drive."""
-    require(CHROMIUM.exists(), f"Chromium not found at {CHROMIUM}; install it with `apt-get install chromium`")
+    require(
+        CHROMIUM.exists(),
+        f"Chromium not found at {CHROMIUM}; install it with `apt-get install chromium`",
+    )
 
 
 def toc_documents() -> list:
@@ -58,7 +61,9 @@ def browser():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        chromium = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS
+        )
         yield chromium
         chromium.close()
 
@@ -68,7 +73,18 @@ def built_book():
     """The HTML book; built here (from the stored notebook outputs) if it is missing."""
     if not (HTML / "index.html").exists():
         jupyter_book = Path(sys.executable).with_name("jupyter-book")
-        subprocess.run([str(jupyter_book), "build", "-W", "-n", "--keep-going", str(ROOT)], check=True, cwd=ROOT)
+        subprocess.run(
+            [
+                str(jupyter_book),
+                "build",
+                "-W",
+                "-n",
+                "--keep-going",
+                str(ROOT),
+            ],
+            check=True,
+            cwd=ROOT,
+        )
     return HTML
 
 

@@ -12,8 +12,29 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnbook import AdditiveScore, attention, attention_weights, dot_score, hard_attention, masked_softmax, scaled_dot_score
-from attnbook.experiments.hard_training import QuerySelector, choice_losses, compare_selectors, evaluate_selector, expected_loss, hidden_direction, leave_one_out_baseline, reinforce_surrogate, selection_task, soft_loss, steps_to_accuracy, train_selector
+from attnbook import (
+    AdditiveScore,
+    attention,
+    attention_weights,
+    dot_score,
+    hard_attention,
+    masked_softmax,
+    scaled_dot_score,
+)
+from attnbook.experiments.hard_training import (
+    QuerySelector,
+    choice_losses,
+    compare_selectors,
+    evaluate_selector,
+    expected_loss,
+    hidden_direction,
+    leave_one_out_baseline,
+    reinforce_surrogate,
+    selection_task,
+    soft_loss,
+    steps_to_accuracy,
+    train_selector,
+)
 from attnbook.widgets.soft_hard import (
     KEY_VALUES,
     circle_keys,
@@ -43,32 +64,50 @@ def _qkv(batch=(2,), n_q=3, n_k=5, d=4, d_v=6, seed=0, dtype=torch.float64):
 def test_attention_equals_torch_sdpa_without_mask():
     queries, keys, values = _qkv(batch=(2, 3))
     output, weights = attention(queries, keys, values)
-    assert torch.allclose(output, F.scaled_dot_product_attention(queries, keys, values), atol=1e-12)
-    assert torch.allclose(weights.sum(dim=-1), torch.ones(2, 3, 3, dtype=torch.float64))
+    assert torch.allclose(
+        output,
+        F.scaled_dot_product_attention(queries, keys, values),
+        atol=1e-12,
+    )
+    assert torch.allclose(
+        weights.sum(dim=-1), torch.ones(2, 3, 3, dtype=torch.float64)
+    )
 
 
 def test_attention_equals_torch_sdpa_with_a_mask():
     queries, keys, values = _qkv(batch=(2,), n_q=4, n_k=7)
     mask = torch.rand(2, 4, 7, generator=_gen(1)) > 0.5
-    mask[..., 3] = True  # every query keeps a key: PyTorch's result is then defined
+    mask[..., 3] = (
+        True  # every query keeps a key: PyTorch's result is then defined
+    )
     output, weights = attention(queries, keys, values, mask=mask)
-    expected = F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask)
+    expected = F.scaled_dot_product_attention(
+        queries, keys, values, attn_mask=mask
+    )
     assert torch.allclose(output, expected, atol=1e-12)
     assert (weights[~mask] == 0).all()
 
 
 def test_attention_with_a_broadcast_key_mask_equals_sdpa():
     queries, keys, values = _qkv(batch=(2,), n_q=4, n_k=7)
-    mask = torch.tensor([True] * 5 + [False] * 2)  # padding: the last two keys, for every query
+    mask = torch.tensor(
+        [True] * 5 + [False] * 2
+    )  # padding: the last two keys, for every query
     output, _ = attention(queries, keys, values, mask=mask)
-    assert torch.allclose(output, F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask), atol=1e-12)
+    assert torch.allclose(
+        output,
+        F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask),
+        atol=1e-12,
+    )
 
 
 def test_attention_with_dot_score_is_the_direct_formula():
     queries, keys, values = _qkv()
     output, weights = attention(queries, keys, values, score=dot_score)
     expected = torch.softmax(queries @ keys.transpose(-2, -1), dim=-1)
-    assert torch.allclose(weights, expected) and torch.allclose(output, expected @ values)
+    assert torch.allclose(weights, expected) and torch.allclose(
+        output, expected @ values
+    )
 
 
 def test_attention_accepts_a_score_module():
@@ -85,7 +124,9 @@ def test_soft_attention_is_the_expectation_of_hard_samples():
     queries, keys, values = _qkv(batch=(), n_q=1, n_k=4, d_v=2)
     soft, _ = attention(queries, keys, values)
     many = queries.expand(40_000, 4)
-    sampled, _ = hard_attention(many, keys, values, mode="sample", generator=_gen(5))
+    sampled, _ = hard_attention(
+        many, keys, values, mode="sample", generator=_gen(5)
+    )
     assert torch.allclose(sampled.mean(dim=0), soft[0], atol=0.05)
 
 
@@ -102,7 +143,9 @@ def test_attention_rejects_different_numbers_of_keys_and_values():
     with pytest.raises(ValueError, match=r"keys has 5, values has 4"):
         attention(queries, keys, torch.zeros(2, 4, 6, dtype=torch.float64))
     with pytest.raises(ValueError, match=r"keys has 5, values has 4"):
-        hard_attention(queries, keys, torch.zeros(2, 4, 6, dtype=torch.float64))
+        hard_attention(
+            queries, keys, torch.zeros(2, 4, 6, dtype=torch.float64)
+        )
 
 
 def test_attention_rejects_other_bad_input():
@@ -111,24 +154,39 @@ def test_attention_rejects_other_bad_input():
         attention(queries, keys[..., :3], values)
     with pytest.raises(ValueError, match=r"keys need shape .*\(4,\)"):
         attention(queries, torch.zeros(4, dtype=torch.float64), values)
-    with pytest.raises(ValueError, match=r"batch dimensions do not broadcast: keys \(2,\), values \(3,\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"batch dimensions do not broadcast: keys \(2,\), values \(3,\)",
+    ):
         attention(queries, keys, torch.zeros(3, 5, 6, dtype=torch.float64))
-    with pytest.raises(TypeError, match="values must be a floating-point tensor"):
+    with pytest.raises(
+        TypeError, match="values must be a floating-point tensor"
+    ):
         attention(queries, keys, torch.zeros(2, 5, 6, dtype=torch.long))
     with pytest.raises(ValueError, match=r"mask of shape \(2, 3, 4\)"):
-        attention(queries, keys, values, mask=torch.ones(2, 3, 4, dtype=torch.bool))
+        attention(
+            queries, keys, values, mask=torch.ones(2, 3, 4, dtype=torch.bool)
+        )
 
 
 # --- properties (hypothesis) -----------------------------------------------------------------
 
-_sizes = st.tuples(st.integers(1, 3), st.integers(1, 4), st.integers(1, 6), st.integers(1, 5), st.integers(0, 10_000))
+_sizes = st.tuples(
+    st.integers(1, 3),
+    st.integers(1, 4),
+    st.integers(1, 6),
+    st.integers(1, 5),
+    st.integers(0, 10_000),
+)
 
 
 @settings(max_examples=40, deadline=None)
 @given(_sizes)
 def test_weights_sum_to_one_over_kept_keys_and_masked_weights_are_zero(sizes):
     batch, n_q, n_k, d, seed = sizes
-    queries, keys, values = _qkv(batch=(batch,), n_q=n_q, n_k=n_k, d=d, d_v=2, seed=seed)
+    queries, keys, values = _qkv(
+        batch=(batch,), n_q=n_q, n_k=n_k, d=d, d_v=2, seed=seed
+    )
     mask = torch.rand(batch, n_q, n_k, generator=_gen(seed + 1)) > 0.4
     _, weights = attention(queries, keys, values, mask=mask)
     assert (weights[~mask] == 0).all()
@@ -142,11 +200,15 @@ def test_weights_sum_to_one_over_kept_keys_and_masked_weights_are_zero(sizes):
 @given(_sizes)
 def test_permuting_key_value_pairs_together_leaves_the_output_unchanged(sizes):
     batch, n_q, n_k, d, seed = sizes
-    queries, keys, values = _qkv(batch=(batch,), n_q=n_q, n_k=n_k, d=d, d_v=3, seed=seed)
+    queries, keys, values = _qkv(
+        batch=(batch,), n_q=n_q, n_k=n_k, d=d, d_v=3, seed=seed
+    )
     mask = torch.rand(n_q, n_k, generator=_gen(seed + 1)) > 0.3
     perm = torch.randperm(n_k, generator=_gen(seed + 2))
     output, weights = attention(queries, keys, values, mask=mask)
-    permuted, permuted_weights = attention(queries, keys[:, perm], values[:, perm], mask=mask[:, perm])
+    permuted, permuted_weights = attention(
+        queries, keys[:, perm], values[:, perm], mask=mask[:, perm]
+    )
     assert torch.allclose(output, permuted, atol=1e-12)
     assert torch.allclose(weights[..., perm], permuted_weights, atol=1e-12)
 
@@ -155,7 +217,9 @@ def test_permuting_key_value_pairs_together_leaves_the_output_unchanged(sizes):
 @given(_sizes)
 def test_argmax_hard_attention_picks_the_most_probable_unmasked_value(sizes):
     batch, n_q, n_k, d, seed = sizes
-    queries, keys, values = _qkv(batch=(batch,), n_q=n_q, n_k=n_k, d=d, d_v=2, seed=seed)
+    queries, keys, values = _qkv(
+        batch=(batch,), n_q=n_q, n_k=n_k, d=d, d_v=2, seed=seed
+    )
     mask = torch.rand(batch, n_q, n_k, generator=_gen(seed + 1)) > 0.4
     mask[..., -1] = True
     output, index = hard_attention(queries, keys, values, mask=mask)
@@ -171,10 +235,19 @@ def test_argmax_hard_attention_picks_the_most_probable_unmasked_value(sizes):
 
 def test_hard_attention_shapes_and_broadcast_values():
     queries = torch.randn(2, 3, 4, generator=_gen(0))
-    keys, values = torch.randn(5, 4, generator=_gen(1)), torch.randn(5, 6, generator=_gen(2))
+    keys, values = (
+        torch.randn(5, 4, generator=_gen(1)),
+        torch.randn(5, 6, generator=_gen(2)),
+    )
     for mode in ("argmax", "sample"):
-        output, index = hard_attention(queries, keys, values, mode=mode, generator=_gen(3))
-        assert output.shape == (2, 3, 6) and index.shape == (2, 3) and index.dtype == torch.int64
+        output, index = hard_attention(
+            queries, keys, values, mode=mode, generator=_gen(3)
+        )
+        assert (
+            output.shape == (2, 3, 6)
+            and index.shape == (2, 3)
+            and index.dtype == torch.int64
+        )
         assert torch.equal(output, values[index])
 
 
@@ -182,7 +255,9 @@ def test_hard_attention_sample_frequencies_match_the_weights():
     query, keys, values = _qkv(batch=(), n_q=1, n_k=6, d=3, d_v=1, seed=7)
     weights = attention_weights(query, keys)[0]
     n = 50_000
-    _, index = hard_attention(query.expand(n, 3), keys, values, mode="sample", generator=_gen(8))
+    _, index = hard_attention(
+        query.expand(n, 3), keys, values, mode="sample", generator=_gen(8)
+    )
     frequencies = torch.bincount(index, minlength=6).double() / n
     # Each frequency is within 5 standard errors sqrt(p(1-p)/n) of its weight.
     tolerance = 5 * torch.sqrt(weights * (1 - weights) / n) + 1e-9
@@ -194,37 +269,62 @@ def test_hard_attention_sample_frequencies_match_the_weights():
 
 def test_hard_attention_sampling_is_deterministic_with_a_seeded_generator():
     queries, keys, values = _qkv(n_q=50)
-    first = hard_attention(queries, keys, values, mode="sample", generator=_gen(11))
-    second = hard_attention(queries, keys, values, mode="sample", generator=_gen(11))
-    other = hard_attention(queries, keys, values, mode="sample", generator=_gen(12))
-    assert torch.equal(first[1], second[1]) and torch.equal(first[0], second[0])
+    first = hard_attention(
+        queries, keys, values, mode="sample", generator=_gen(11)
+    )
+    second = hard_attention(
+        queries, keys, values, mode="sample", generator=_gen(11)
+    )
+    other = hard_attention(
+        queries, keys, values, mode="sample", generator=_gen(12)
+    )
+    assert torch.equal(first[1], second[1]) and torch.equal(
+        first[0], second[0]
+    )
     assert not torch.equal(first[1], other[1])
 
 
 def test_hard_attention_never_samples_masked_keys():
     queries, keys, values = _qkv(n_q=200)
     mask = torch.tensor([True, False, True, False, True])
-    _, index = hard_attention(queries, keys, values, mask=mask, mode="sample", generator=_gen(0))
+    _, index = hard_attention(
+        queries, keys, values, mask=mask, mode="sample", generator=_gen(0)
+    )
     assert mask[index].all()
 
 
 def test_hard_attention_rejects_unknown_modes_and_fully_masked_queries():
     queries, keys, values = _qkv()
-    with pytest.raises(ValueError, match=r"mode must be one of \('argmax', 'sample'\), got 'max'"):
+    with pytest.raises(
+        ValueError,
+        match=r"mode must be one of \('argmax', 'sample'\), got 'max'",
+    ):
         hard_attention(queries, keys, values, mode="max")
     with pytest.raises(ValueError, match="at least one unmasked key"):
-        hard_attention(queries, keys, values, mask=torch.zeros(5, dtype=torch.bool))
+        hard_attention(
+            queries, keys, values, mask=torch.zeros(5, dtype=torch.bool)
+        )
 
 
 def test_no_gradient_reaches_the_query_through_hard_attention():
-    query = torch.tensor([[0.3, -1.2, 0.5, 2.0]], dtype=torch.float64, requires_grad=True)
+    query = torch.tensor(
+        [[0.3, -1.2, 0.5, 2.0]], dtype=torch.float64, requires_grad=True
+    )
     _, keys, values = _qkv(batch=(), n_k=5)
     values.requires_grad_(True)
     for mode in ("argmax", "sample"):
-        output, _ = hard_attention(query, keys, values, mode=mode, generator=_gen(0))
-        grad_query, grad_values = torch.autograd.grad(output.sum(), (query, values), allow_unused=True)
-        assert grad_query is None  # the selected index is a constant for autograd
-        assert grad_values.abs().sum() > 0  # the chosen value itself does get a gradient
+        output, _ = hard_attention(
+            query, keys, values, mode=mode, generator=_gen(0)
+        )
+        grad_query, grad_values = torch.autograd.grad(
+            output.sum(), (query, values), allow_unused=True
+        )
+        assert (
+            grad_query is None
+        )  # the selected index is a constant for autograd
+        assert (
+            grad_values.abs().sum() > 0
+        )  # the chosen value itself does get a gradient
     soft, _ = attention(query, keys, values)
     (grad_soft,) = torch.autograd.grad(soft.sum(), query)
     assert grad_soft.abs().sum() > 0
@@ -238,8 +338,12 @@ def test_argmax_output_is_a_step_function_of_the_query():
     soft, _ = attention(queries, keys, values, score=dot_score)
     assert set(hard.squeeze(-1).tolist()) <= set(KEY_VALUES)
     jumps = (hard[1:] != hard[:-1]).sum().item()
-    assert 0 < jumps <= len(KEY_VALUES)  # piecewise constant: a handful of jumps
-    assert (soft[1:] != soft[:-1]).all()  # the soft output moves with every step of the angle
+    assert (
+        0 < jumps <= len(KEY_VALUES)
+    )  # piecewise constant: a handful of jumps
+    assert (
+        soft[1:] != soft[:-1]
+    ).all()  # the soft output moves with every step of the angle
 
 
 # --- REINFORCE vs soft training ---------------------------------------------------------------
@@ -250,24 +354,42 @@ def test_selection_task_targets_follow_the_hidden_direction():
     direction = hidden_direction(3)
     assert direction.norm().item() == pytest.approx(1.0)
     for example in range(20):
-        projections = [torch.dot(items[example, n], direction).item() for n in range(6)]
-        assert target[example].item() == max(range(6), key=projections.__getitem__)
+        projections = [
+            torch.dot(items[example, n], direction).item() for n in range(6)
+        ]
+        assert target[example].item() == max(
+            range(6), key=projections.__getitem__
+        )
 
 
 def test_choice_and_soft_losses_match_direct_formulas():
     items, target = selection_task(4, n_items=5, dim=3, generator=_gen(1))
-    weights = torch.softmax(torch.randn(4, 5, generator=_gen(2), dtype=torch.float64), dim=-1)
+    weights = torch.softmax(
+        torch.randn(4, 5, generator=_gen(2), dtype=torch.float64), dim=-1
+    )
     losses = choice_losses(items, target)
     for b in range(4):
         for n in range(5):
-            assert losses[b, n].item() == pytest.approx(((items[b, n] - items[b, target[b]]) ** 2).sum().item())
-    expected_soft = sum(((weights[b] @ items[b] - items[b, target[b]]) ** 2).sum() for b in range(4)) / 4
-    assert soft_loss(weights, items, target).item() == pytest.approx(expected_soft.item())
+            assert losses[b, n].item() == pytest.approx(
+                ((items[b, n] - items[b, target[b]]) ** 2).sum().item()
+            )
+    expected_soft = (
+        sum(
+            ((weights[b] @ items[b] - items[b, target[b]]) ** 2).sum()
+            for b in range(4)
+        )
+        / 4
+    )
+    assert soft_loss(weights, items, target).item() == pytest.approx(
+        expected_soft.item()
+    )
 
 
 def test_leave_one_out_baseline():
     losses = torch.tensor([1.0, 2.0, 6.0])
-    assert torch.allclose(leave_one_out_baseline(losses), torch.tensor([4.0, 3.5, 1.5]))
+    assert torch.allclose(
+        leave_one_out_baseline(losses), torch.tensor([4.0, 3.5, 1.5])
+    )
     with pytest.raises(ValueError, match="at least 2, got 1"):
         leave_one_out_baseline(torch.tensor([1.0]))
 
@@ -282,10 +404,16 @@ def test_reinforce_estimator_is_unbiased():
     weights = model(items)[0]
     (exact,) = torch.autograd.grad((weights * losses).sum(), model.query)
     n = 200_000
-    draws = torch.multinomial(weights.detach(), n, replacement=True, generator=_gen(4))
-    surrogate = reinforce_surrogate(model(items)[0][draws].log(), losses[draws])
+    draws = torch.multinomial(
+        weights.detach(), n, replacement=True, generator=_gen(4)
+    )
+    surrogate = reinforce_surrogate(
+        model(items)[0][draws].log(), losses[draws]
+    )
     (estimate,) = torch.autograd.grad(surrogate, model.query)
-    assert torch.allclose(estimate, exact, atol=0.05 * exact.abs().max().item())
+    assert torch.allclose(
+        estimate, exact, atol=0.05 * exact.abs().max().item()
+    )
 
 
 def test_expected_loss_gradient_is_exact():
@@ -295,8 +423,12 @@ def test_expected_loss_gradient_is_exact():
     items, target = selection_task(3, n_items=7, dim=4, generator=_gen(5))
     model = QuerySelector(4)
     with torch.no_grad():
-        model.query.copy_(torch.tensor([0.3, -1.2, 0.8, 2.0], dtype=torch.float64))
-    (autograd,) = torch.autograd.grad(expected_loss(model(items), items, target), model.query)
+        model.query.copy_(
+            torch.tensor([0.3, -1.2, 0.8, 2.0], dtype=torch.float64)
+        )
+    (autograd,) = torch.autograd.grad(
+        expected_loss(model(items), items, target), model.query
+    )
     query = model.query.detach().clone()
     formula = torch.zeros(4, dtype=torch.float64)
     for b in range(3):
@@ -306,7 +438,9 @@ def test_expected_loss_gradient_is_exact():
         mean_item = sum(alpha[n] * items[b, n] for n in range(7))
         for n in range(7):
             loss = ((items[b, n] - items[b, target[b]]) ** 2).sum()
-            formula += loss * alpha[n] * (items[b, n] - mean_item) / 2.0 / 3  # / sqrt(4), mean over 3 examples
+            formula += (
+                loss * alpha[n] * (items[b, n] - mean_item) / 2.0 / 3
+            )  # / sqrt(4), mean over 3 examples
     torch.testing.assert_close(autograd, formula, rtol=1e-10, atol=1e-12)
 
     def objective(q):
@@ -315,17 +449,34 @@ def test_expected_loss_gradient_is_exact():
             return expected_loss(model(items), items, target).item()
 
     step = 1e-6
-    numeric = torch.tensor([(objective(query + step * e) - objective(query - step * e)) / (2 * step)
-                            for e in torch.eye(4, dtype=torch.float64)], dtype=torch.float64)
+    numeric = torch.tensor(
+        [
+            (objective(query + step * e) - objective(query - step * e))
+            / (2 * step)
+            for e in torch.eye(4, dtype=torch.float64)
+        ],
+        dtype=torch.float64,
+    )
     torch.testing.assert_close(autograd, numeric, rtol=1e-6, atol=1e-8)
 
 
 def test_expected_loss_is_the_mean_of_the_choice_losses():
     items, target = selection_task(2, n_items=5, dim=3, generator=_gen(6))
-    weights = torch.softmax(torch.randn(2, 5, generator=_gen(7), dtype=torch.float64), dim=-1)
+    weights = torch.softmax(
+        torch.randn(2, 5, generator=_gen(7), dtype=torch.float64), dim=-1
+    )
     losses = choice_losses(items, target)
-    expected = sum((weights[b, n] * losses[b, n]).item() for b in range(2) for n in range(5)) / 2
-    assert expected_loss(weights, items, target).item() == pytest.approx(expected)
+    expected = (
+        sum(
+            (weights[b, n] * losses[b, n]).item()
+            for b in range(2)
+            for n in range(5)
+        )
+        / 2
+    )
+    assert expected_loss(weights, items, target).item() == pytest.approx(
+        expected
+    )
 
 
 def test_evaluate_selector_reports_the_losses_with_or_without_precomputed_choice_losses():
@@ -334,28 +485,51 @@ def test_evaluate_selector_reports_the_losses_with_or_without_precomputed_choice
     with torch.no_grad():
         model.query.copy_(torch.tensor([1.0, -0.5, 0.25], dtype=torch.float64))
     report = evaluate_selector(model, items, target)
-    assert report == evaluate_selector(model, items, target, choice_losses(items, target))
+    assert report == evaluate_selector(
+        model, items, target, choice_losses(items, target)
+    )
     weights = model(items).detach()
-    assert report["hard_loss"] == pytest.approx(expected_loss(weights, items, target).item())
-    assert report["soft_loss"] == pytest.approx(soft_loss(weights, items, target).item())
-    assert report["accuracy"] == pytest.approx((weights.argmax(dim=-1) == target).double().mean().item())
+    assert report["hard_loss"] == pytest.approx(
+        expected_loss(weights, items, target).item()
+    )
+    assert report["soft_loss"] == pytest.approx(
+        soft_loss(weights, items, target).item()
+    )
+    assert report["accuracy"] == pytest.approx(
+        (weights.argmax(dim=-1) == target).double().mean().item()
+    )
 
 
 def test_compare_selectors_runs_every_method_on_the_same_seeds():
-    rows = compare_selectors(lrs=(0.1,), seeds=(0, 1), steps=20, eval_every=10, n_test=100)
+    rows = compare_selectors(
+        lrs=(0.1,), seeds=(0, 1), steps=20, eval_every=10, n_test=100
+    )
     assert [row["method"] for row in rows] == ["soft", "reinforce", "expected"]
     for row in rows:
-        assert row["steps"] == [0, 10, 20] and len(row["curves"]) == 2 and len(row["accuracy"]) == 2
-    soft_again = train_selector("soft", lr=0.1, seed=1, steps=20, eval_every=10, n_test=100)
+        assert (
+            row["steps"] == [0, 10, 20]
+            and len(row["curves"]) == 2
+            and len(row["accuracy"]) == 2
+        )
+    soft_again = train_selector(
+        "soft", lr=0.1, seed=1, steps=20, eval_every=10, n_test=100
+    )
     assert rows[0]["accuracy"][1] == soft_again["accuracy"][-1]
-    assert steps_to_accuracy({"steps": [0, 10, 20], "accuracy": [0.1, 0.85, 0.9]}) == 10
-    assert steps_to_accuracy({"steps": [0, 10], "accuracy": [0.1, 0.5]}) is None
+    assert (
+        steps_to_accuracy({"steps": [0, 10, 20], "accuracy": [0.1, 0.85, 0.9]})
+        == 10
+    )
+    assert (
+        steps_to_accuracy({"steps": [0, 10], "accuracy": [0.1, 0.5]}) is None
+    )
 
 
 def test_query_selector_starts_uniform_and_checks_sizes():
     model = QuerySelector(4)
     items, _ = selection_task(3, n_items=5, dim=4, generator=_gen(0))
-    assert torch.allclose(model(items), torch.full((3, 5), 0.2, dtype=torch.float64))
+    assert torch.allclose(
+        model(items), torch.full((3, 5), 0.2, dtype=torch.float64)
+    )
     with pytest.raises(ValueError, match="items has 3, query has 4"):
         model(items[..., :3])
 
@@ -366,7 +540,10 @@ def test_training_is_seeded_and_learns():
     hard = train_selector("reinforce", steps=40, eval_every=20, n_test=200)
     exact = train_selector("expected", steps=40, eval_every=20, n_test=200)
     assert soft["steps"] == [0, 20, 40]
-    assert soft["accuracy"] == again["accuracy"] and soft["hard_loss"] == again["hard_loss"]
+    assert (
+        soft["accuracy"] == again["accuracy"]
+        and soft["hard_loss"] == again["hard_loss"]
+    )
     for history in (soft, hard, exact):
         assert history["accuracy"][-1] > history["accuracy"][0] + 0.3
         assert history["hard_loss"][-1] < history["hard_loss"][0]
@@ -380,7 +557,10 @@ def test_training_is_seeded_and_learns():
 def test_soft_hard_view_numbers():
     view = soft_hard_view(angle=100.0, length=3.0, n_samples=300, seed=1)
     keys, values = circle_keys()
-    query = 3.0 * torch.tensor([math.cos(math.radians(100)), math.sin(math.radians(100))], dtype=torch.float64)
+    query = 3.0 * torch.tensor(
+        [math.cos(math.radians(100)), math.sin(math.radians(100))],
+        dtype=torch.float64,
+    )
     weights = torch.softmax(keys @ query, dim=0)
     assert torch.allclose(view["query"], query)
     assert torch.allclose(view["weights"], weights)
@@ -388,7 +568,12 @@ def test_soft_hard_view_numbers():
     assert view["argmax_index"] == weights.argmax().item()
     assert view["argmax_output"] == KEY_VALUES[view["argmax_index"]]
     assert view["sample_counts"].sum().item() == 300
-    assert view["angles"].shape == view["soft_curve"].shape == view["argmax_curve"].shape == (361,)
+    assert (
+        view["angles"].shape
+        == view["soft_curve"].shape
+        == view["argmax_curve"].shape
+        == (361,)
+    )
 
 
 def test_soft_hard_view_argmax_points_at_the_nearest_key():
@@ -399,21 +584,42 @@ def test_soft_hard_view_argmax_points_at_the_nearest_key():
 def _assert_soft_hard_figure_shows(figure, view):
     geo, curve, bars = figure.axes
     (key_dots,) = geo.collections
-    assert key_dots.get_sizes().tolist() == pytest.approx((300 * view["weights"] + 20).tolist())
+    assert key_dots.get_sizes().tolist() == pytest.approx(
+        (300 * view["weights"] + 20).tolist()
+    )
     (query_arrow,) = geo.patches
-    tip = max(query_arrow.get_path().vertices.tolist(), key=lambda xy: math.hypot(*xy))
-    assert math.degrees(math.atan2(tip[1], tip[0])) % 360 == pytest.approx(view["angle"] % 360, abs=1e-6)
+    tip = max(
+        query_arrow.get_path().vertices.tolist(),
+        key=lambda xy: math.hypot(*xy),
+    )
+    assert math.degrees(math.atan2(tip[1], tip[0])) % 360 == pytest.approx(
+        view["angle"] % 360, abs=1e-6
+    )
     assert geo.get_title() == f"query at {view['angle']:.0f}°"
     soft_line, argmax_line, current_angle = curve.lines
-    assert soft_line.get_ydata().tolist() == pytest.approx(view["soft_curve"].tolist())
-    assert argmax_line.get_ydata().tolist() == pytest.approx(view["argmax_curve"].tolist())
+    assert soft_line.get_ydata().tolist() == pytest.approx(
+        view["soft_curve"].tolist()
+    )
+    assert argmax_line.get_ydata().tolist() == pytest.approx(
+        view["argmax_curve"].tolist()
+    )
     assert list(current_angle.get_xdata()) == [view["angle"]] * 2
-    assert curve.get_title() == f"soft {view['soft_output']:.2f}, argmax {view['argmax_output']:.0f}"
+    assert (
+        curve.get_title()
+        == f"soft {view['soft_output']:.2f}, argmax {view['argmax_output']:.0f}"
+    )
     weight_bars, sample_bars = bars.containers
     counts = view["sample_counts"]
-    assert [bar.get_height() for bar in weight_bars] == pytest.approx(view["weights"].tolist())
-    assert [bar.get_height() for bar in sample_bars] == pytest.approx((counts / counts.sum()).tolist())
-    assert bars.get_legend().get_texts()[1].get_text() == f"{int(counts.sum())} samples"
+    assert [bar.get_height() for bar in weight_bars] == pytest.approx(
+        view["weights"].tolist()
+    )
+    assert [bar.get_height() for bar in sample_bars] == pytest.approx(
+        (counts / counts.sum()).tolist()
+    )
+    assert (
+        bars.get_legend().get_texts()[1].get_text()
+        == f"{int(counts.sum())} samples"
+    )
 
 
 def test_soft_hard_plot_shows_the_view_with_fixed_limits():
@@ -425,7 +631,9 @@ def test_soft_hard_plot_shows_the_view_with_fixed_limits():
     _assert_soft_hard_figure_shows(figure, view)
     _, curve, bars = figure.axes
     low, high = curve.get_ylim()
-    assert low < min(KEY_VALUES) and high > max(KEY_VALUES)  # every output lies between the smallest and largest value
+    assert low < min(KEY_VALUES) and high > max(
+        KEY_VALUES
+    )  # every output lies between the smallest and largest value
     assert curve.get_xlim()[0] < 0 and curve.get_xlim()[1] > 360
     assert bars.get_ylim() == (0, 1)
     plt.close(figure)
@@ -436,7 +644,9 @@ def test_update_soft_hard_figure_changes_the_same_artists_every_time():
 
     figure = plot_soft_hard(soft_hard_view())
     limits = [(ax.get_xlim(), ax.get_ylim()) for ax in figure.axes]
-    first = update_soft_hard_figure(figure, soft_hard_view(angle=0.0, length=0.5))
+    first = update_soft_hard_figure(
+        figure, soft_hard_view(angle=0.0, length=0.5)
+    )
     view = soft_hard_view(angle=300.0, length=10.0)
     second = update_soft_hard_figure(figure, view)
     assert [id(a) for a in first] == [id(a) for a in second]
@@ -456,4 +666,6 @@ def test_soft_hard_explorer_follows_each_control():
     _assert_soft_hard_figure_shows(figure, soft_hard_view(angle=235.0))
     assert output.outputs != before
     length.value = 8.5
-    _assert_soft_hard_figure_shows(figure, soft_hard_view(angle=235.0, length=8.5))
+    _assert_soft_hard_figure_shows(
+        figure, soft_hard_view(angle=235.0, length=8.5)
+    )

@@ -13,7 +13,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, toc_documents
 
 pytestmark = pytest.mark.browser
@@ -21,7 +20,10 @@ pytestmark = pytest.mark.browser
 
 def toc_pages():
     """Every page of the book, from _toc.yml, plus Sphinx's own index and search pages."""
-    return [f"{name}.html" for name in toc_documents()] + ["genindex.html", "search.html"]
+    return [f"{name}.html" for name in toc_documents()] + [
+        "genindex.html",
+        "search.html",
+    ]
 
 
 PAGES = toc_pages()
@@ -71,7 +73,11 @@ async () => {
 def figure_problem(page_path, figure, tolerance_px=3):
     """What is wrong with one figure measured in the page ('' if nothing): 2x and unshrunk."""
     where = f"{page_path}: image {figure['image']}... ({figure['caption'] or 'no caption'})"
-    natural, shown, declared = figure["natural"], figure["shown"], figure["declared"]
+    natural, shown, declared = (
+        figure["natural"],
+        figure["shown"],
+        figure["declared"],
+    )
     if declared is None:
         return f"{where}: no declared width (width attribute or style); its notebook output lacks width metadata"
     if abs(shown - declared) > 1:
@@ -82,18 +88,33 @@ def figure_problem(page_path, figure, tolerance_px=3):
 
 
 def test_figure_problem_names_the_page_and_the_image():
-    sharp = {"image": "abc", "caption": "Fig. 1.1 x", "natural": 1122, "shown": 561, "declared": 561.0}
+    sharp = {
+        "image": "abc",
+        "caption": "Fig. 1.1 x",
+        "natural": 1122,
+        "shown": 561,
+        "declared": 561.0,
+    }
     assert figure_problem("book/01.html", sharp) == ""
     shrunk = {**sharp, "natural": 1344, "shown": 600, "declared": 700.0}
-    assert "book/01.html: image abc... (Fig. 1.1 x): shown 600 px wide, declared 700" in figure_problem("book/01.html", shrunk)
+    assert (
+        "book/01.html: image abc... (Fig. 1.1 x): shown 600 px wide, declared 700"
+        in figure_problem("book/01.html", shrunk)
+    )
     blurred = {**sharp, "natural": 561}
-    assert "PNG 561 px wide shown at 561 px, not 2x" in figure_problem("book/01.html", blurred)
-    assert "no declared width" in figure_problem("book/01.html", {**sharp, "declared": None})
+    assert "PNG 561 px wide shown at 561 px, not 2x" in figure_problem(
+        "book/01.html", blurred
+    )
+    assert "no declared width" in figure_problem(
+        "book/01.html", {**sharp, "declared": None}
+    )
 
 
 @pytest.mark.parametrize("page_path", PAGES)
 def test_page_renders_offline(page_path, browser, book_server, screenshot_dir):
-    assert (ROOT / "_build" / "html" / page_path).exists(), f"{page_path} was not built"
+    assert (ROOT / "_build" / "html" / page_path).exists(), (
+        f"{page_path} was not built"
+    )
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     requests, errors, failed = [], [], []
     page.on("request", lambda request: requests.append(request.url))
@@ -104,9 +125,13 @@ def test_page_renders_offline(page_path, browser, book_server, screenshot_dir):
     html = page.content()
     has_math = 'class="math' in html
     if has_math:
-        page.wait_for_selector("mjx-container", state="attached", timeout=20_000)
+        page.wait_for_selector(
+            "mjx-container", state="attached", timeout=20_000
+        )
     if "application/vnd.jupyter.widget-state+json" in html:
-        page.wait_for_selector(".jupyter-widgets", state="attached", timeout=20_000)
+        page.wait_for_selector(
+            ".jupyter-widgets", state="attached", timeout=20_000
+        )
         page.wait_for_timeout(500)
     found = page.evaluate(CHECK_PAGE)
     page.wait_for_load_state("networkidle")
@@ -114,22 +139,46 @@ def test_page_renders_offline(page_path, browser, book_server, screenshot_dir):
     page.screenshot(path=str(screenshot_dir / f"{name}.png"), full_page=True)
     page.close()
 
-    outside = [url for url in requests if not url.startswith((book_server, "data:", "blob:", "about:"))]
+    outside = [
+        url
+        for url in requests
+        if not url.startswith((book_server, "data:", "blob:", "about:"))
+    ]
     figures = found.pop("figures")
-    RESULTS[page_path] = {**found, "figures": len(figures), "requests": len(requests), "outside_requests": len(outside)}
+    RESULTS[page_path] = {
+        **found,
+        "figures": len(figures),
+        "requests": len(requests),
+        "outside_requests": len(outside),
+    }
     assert outside == [], f"requests left 127.0.0.1: {outside[:5]}"
     assert failed == [], f"requests failed: {failed[:5]}"
     assert errors == [], f"page errors: {errors[:3]}"
-    assert found["broken_images"] == [], f"images did not load: {found['broken_images'][:3]}"
-    blurred = [problem for figure in figures if (problem := figure_problem(page_path, figure))]
-    assert blurred == [], "figures not sharp at 2x or shrunk by the column:\n" + "\n".join(blurred)
+    assert found["broken_images"] == [], (
+        f"images did not load: {found['broken_images'][:3]}"
+    )
+    blurred = [
+        problem
+        for figure in figures
+        if (problem := figure_problem(page_path, figure))
+    ]
+    assert blurred == [], (
+        "figures not sharp at 2x or shrunk by the column:\n"
+        + "\n".join(blurred)
+    )
     if page_path.startswith("book/") and page_path[5:7].isdigit():
         assert figures, f"{page_path}: no figure found in the cell outputs"
     if has_math:
-        assert found["typeset"] == found["math"] > 0, f"only {found['typeset']} of {found['math']} math elements typeset"
+        assert found["typeset"] == found["math"] > 0, (
+            f"only {found['typeset']} of {found['math']} math elements typeset"
+        )
     if found["widget_views"]:
-        assert found["widgets"] >= found["widget_views"], "saved widgets were not rendered"
-        assert found["sliders"] >= 1 and found["widget_images"] >= 1, f"widget controls or figure missing: {found}"
+        assert found["widgets"] >= found["widget_views"], (
+            "saved widgets were not rendered"
+        )
+        assert found["sliders"] >= 1 and found["widget_images"] >= 1, (
+            f"widget controls or figure missing: {found}"
+        )
 
 
 def test_every_chapter_page_was_checked(screenshot_dir):
@@ -141,16 +190,22 @@ def test_every_chapter_page_was_checked(screenshot_dir):
         "images": sum(RESULTS[p]["images"] for p in checked),
         "widgets": sum(RESULTS[p]["widgets"] for p in checked),
         "requests": sum(RESULTS[p]["requests"] for p in checked),
-        "outside_requests": sum(RESULTS[p]["outside_requests"] for p in checked),
+        "outside_requests": sum(
+            RESULTS[p]["outside_requests"] for p in checked
+        ),
         "per_page": RESULTS,
     }
     (screenshot_dir / "summary.json").write_text(json.dumps(summary, indent=1))
     print({key: value for key, value in summary.items() if key != "per_page"})
-    assert len(checked) == len(PAGES), f"pages not checked: {sorted(set(PAGES) - set(checked))}"
+    assert len(checked) == len(PAGES), (
+        f"pages not checked: {sorted(set(PAGES) - set(checked))}"
+    )
     assert summary["outside_requests"] == 0
 
 
-CHAPTER_PAGES = [page for page in PAGES if page.startswith("book/") and page[5:7].isdigit()]
+CHAPTER_PAGES = [
+    page for page in PAGES if page.startswith("book/") and page[5:7].isdigit()
+]
 
 # Every visible code block that scrolls sideways (hidden solutions opened), with its widest line.
 WIDE_CODE = """
@@ -168,15 +223,26 @@ WIDE_CODE = """
 
 def wide_code_message(page_path, found, first=5):
     """The failure message: the page, how many code blocks scroll sideways, the first few widest lines."""
-    lines = [f"{page_path}: {len(found['wide'])} of {found['shown']} code blocks scroll sideways at 1280 px"]
-    lines += [f"  {block['length']} characters: {block['line']!r}" for block in found["wide"][:first]]
+    lines = [
+        f"{page_path}: {len(found['wide'])} of {found['shown']} code blocks scroll sideways at 1280 px"
+    ]
+    lines += [
+        f"  {block['length']} characters: {block['line']!r}"
+        for block in found["wide"][:first]
+    ]
     return "\n".join(lines)
 
 
 def test_wide_code_message_names_the_page_and_the_lines():
-    found = {"shown": 9, "wide": [{"line": "x = 1  # " + "a" * 51, "length": 95}] * 7}
+    found = {
+        "shown": 9,
+        "wide": [{"line": "x = 1  # " + "a" * 51, "length": 95}] * 7,
+    }
     message = wide_code_message("book/01.html", found).splitlines()
-    assert message[0] == "book/01.html: 7 of 9 code blocks scroll sideways at 1280 px"
+    assert (
+        message[0]
+        == "book/01.html: 7 of 9 code blocks scroll sideways at 1280 px"
+    )
     assert message[1] == "  95 characters: " + repr("x = 1  # " + "a" * 51)
     assert len(message) == 6
 
@@ -185,8 +251,12 @@ def test_wide_code_message_names_the_page_and_the_lines():
 def test_code_does_not_scroll_sideways(page_path, browser, book_server):
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     page.goto(f"{book_server}/{page_path}", wait_until="networkidle")
-    if "application/vnd.jupyter.widget-state+json" in page.content():  # widget outputs lay out too
-        page.wait_for_selector(".jupyter-widgets", state="attached", timeout=20_000)
+    if (
+        "application/vnd.jupyter.widget-state+json" in page.content()
+    ):  # widget outputs lay out too
+        page.wait_for_selector(
+            ".jupyter-widgets", state="attached", timeout=20_000
+        )
     found = page.evaluate(WIDE_CODE)
     page.close()
     assert found["shown"] > 0, f"{page_path}: no code block found"

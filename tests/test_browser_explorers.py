@@ -18,9 +18,8 @@ from functools import lru_cache
 
 import numpy as np
 import pytest
-from PIL import Image
-
 from conftest import ROOT
+from PIL import Image
 
 from attnbook.display.figures import BOOK_COLUMN_PX, MIN_TEXT_PX
 
@@ -33,22 +32,54 @@ MAX_DIFFERING = 0.002  # fraction of pixels
 # Chapter -> (widget module, the explorer call in the chapter). The call must appear verbatim
 # in the chapter's explorer cell (checked below), so the two cannot drift apart.
 EXPLORERS = {
-    "01_attention_basics": ("basics", "kernel_regression_explorer(bandwidth=0.3, n_train=50)"),
-    "02_scoring_functions": ("scoring", "scoring_explorer(dim=64, scaled=True, temperature=1.0)"),
-    "03_soft_and_hard_attention": ("soft_hard", "soft_hard_explorer(angle=60.0, length=3.0)"),
-    "04_key_value_multihead": ("multihead", "multihead_explorer(num_heads=2, head=1)"),
-    "05_seq2seq_attention": ("seq2seq", 'seq2seq_explorer("Monday, May 3, 1999")'),
+    "01_attention_basics": (
+        "basics",
+        "kernel_regression_explorer(bandwidth=0.3, n_train=50)",
+    ),
+    "02_scoring_functions": (
+        "scoring",
+        "scoring_explorer(dim=64, scaled=True, temperature=1.0)",
+    ),
+    "03_soft_and_hard_attention": (
+        "soft_hard",
+        "soft_hard_explorer(angle=60.0, length=3.0)",
+    ),
+    "04_key_value_multihead": (
+        "multihead",
+        "multihead_explorer(num_heads=2, head=1)",
+    ),
+    "05_seq2seq_attention": (
+        "seq2seq",
+        'seq2seq_explorer("Monday, May 3, 1999")',
+    ),
     "06_pointer_networks": ("pointer", 'pointer_explorer("20, 5, 10")'),
-    "07_self_attention": ("self_attention", 'self_attention_explorer("the cat sat on the mat", token=0)'),
-    "08_positional_encoding": ("positional", "positional_explorer(position=10, delta=5, dim=16, base=10000.0)"),
-    "09_transformer_encoder": ("transformer", 'cls_attention_explorer(model, text="cdAefgBhij", layer=0, head=1)'),
-    "10_transformer_decoder": ("decoder", 'decoder_explorer(translator, text="Monday, May 3, 1999", step=1, layer=1)'),
-    "11_attention_at_scale": ("chunked", "chunked_explorer(n=4096, chunk_size=512)"),
+    "07_self_attention": (
+        "self_attention",
+        'self_attention_explorer("the cat sat on the mat", token=0)',
+    ),
+    "08_positional_encoding": (
+        "positional",
+        "positional_explorer(position=10, delta=5, dim=16, base=10000.0)",
+    ),
+    "09_transformer_encoder": (
+        "transformer",
+        'cls_attention_explorer(model, text="cdAefgBhij", layer=0, head=1)',
+    ),
+    "10_transformer_decoder": (
+        "decoder",
+        'decoder_explorer(translator, text="Monday, May 3, 1999", step=1, layer=1)',
+    ),
+    "11_attention_at_scale": (
+        "chunked",
+        "chunked_explorer(n=4096, chunk_size=512)",
+    ),
 }
 
 
 def _chapter_names():
-    return sorted(path.stem for path in (ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
+    return sorted(
+        path.stem for path in (ROOT / "book").glob("[0-9][0-9]_*.ipynb")
+    )
 
 
 def test_every_chapter_has_its_explorer_listed():
@@ -56,9 +87,15 @@ def test_every_chapter_has_its_explorer_listed():
 
     assert sorted(EXPLORERS) == _chapter_names()
     for chapter, (_, call) in EXPLORERS.items():
-        notebook = nbformat.read(ROOT / "book" / f"{chapter}.ipynb", as_version=4)
-        sources = [cell.source for cell in notebook.cells if cell.cell_type == "code"]
-        assert any(call in source for source in sources), f"{chapter}: no cell calls {call}"
+        notebook = nbformat.read(
+            ROOT / "book" / f"{chapter}.ipynb", as_version=4
+        )
+        sources = [
+            cell.source for cell in notebook.cells if cell.cell_type == "code"
+        ]
+        assert any(call in source for source in sources), (
+            f"{chapter}: no cell calls {call}"
+        )
 
 
 def _arguments(module_name: str) -> dict:
@@ -98,12 +135,16 @@ def frame_grid(chapter: str):
 
 
 def _rgb(png: bytes) -> np.ndarray:
-    return np.asarray(Image.open(io.BytesIO(png)).convert("RGBA"), dtype=np.int16)
+    return np.asarray(
+        Image.open(io.BytesIO(png)).convert("RGBA"), dtype=np.int16
+    )
 
 
 def differing_fraction(a: bytes, b: bytes) -> float:
     first, second = _rgb(a), _rgb(b)
-    assert first.shape == second.shape, f"pictures of different sizes: {first.shape} vs {second.shape}"
+    assert first.shape == second.shape, (
+        f"pictures of different sizes: {first.shape} vs {second.shape}"
+    )
     return float((np.abs(first - second).max(axis=-1) > TOLERANCE).mean())
 
 
@@ -171,7 +212,11 @@ def _indices(state: dict) -> tuple:
 
 
 def _chapters_with_pages():
-    return [c for c in EXPLORERS if (ROOT / "_build" / "html" / "book" / f"{c}.html").exists()] or list(EXPLORERS)
+    return [
+        c
+        for c in EXPLORERS
+        if (ROOT / "_build" / "html" / "book" / f"{c}.html").exists()
+    ] or list(EXPLORERS)
 
 
 @pytest.mark.parametrize("chapter", _chapters_with_pages())
@@ -180,18 +225,30 @@ def test_explorer_moves_without_a_kernel(chapter, browser, book_server):
     requests = []
     page.on("request", lambda request: requests.append(request.url))
     page.goto(f"{book_server}/book/{chapter}.html", wait_until="networkidle")
-    page.wait_for_selector(".attnbook-explorer img.attnbook-frame", state="attached", timeout=30_000)
+    page.wait_for_selector(
+        ".attnbook-explorer img.attnbook-frame",
+        state="attached",
+        timeout=30_000,
+    )
     boxes = page.query_selector_all(".attnbook-explorer")
-    assert len(boxes) == 1, f"{chapter}: {len(boxes)} explorers built from frames (expected 1)"
+    assert len(boxes) == 1, (
+        f"{chapter}: {len(boxes)} explorers built from frames (expected 1)"
+    )
     box = boxes[0]
     box.scroll_into_view_if_needed()
     grid = frame_grid(chapter)
     widths = {width for _, width, _ in grid.frames().values()}
-    assert max(widths) <= BOOK_COLUMN_PX, f"{chapter}: frames {sorted(widths)} px wide, column {BOOK_COLUMN_PX}"
-    assert grid.smallest_text >= MIN_TEXT_PX, f"{chapter}: text of {grid.smallest_text:.1f} px in a frame"
+    assert max(widths) <= BOOK_COLUMN_PX, (
+        f"{chapter}: frames {sorted(widths)} px wide, column {BOOK_COLUMN_PX}"
+    )
+    assert grid.smallest_text >= MIN_TEXT_PX, (
+        f"{chapter}: text of {grid.smallest_text:.1f} px in a frame"
+    )
 
     state = box.evaluate(STATE)
-    assert len(state["controls"]) == len(grid.grid), f"{chapter}: controls {state['controls']}"
+    assert len(state["controls"]) == len(grid.grid), (
+        f"{chapter}: controls {state['controls']}"
+    )
     moves = []
     for position in range(len(grid.grid)):
         before = state
@@ -199,21 +256,33 @@ def test_explorer_moves_without_a_kernel(chapter, browser, book_server):
         page.wait_for_timeout(150)
         state = box.evaluate(STATE)
         name = list(grid.grid)[position]
-        assert state["controls"][position]["index"] != before["controls"][position]["index"], (
-            f"{chapter}: the key did not move {name!r}")
+        assert (
+            state["controls"][position]["index"]
+            != before["controls"][position]["index"]
+        ), f"{chapter}: the key did not move {name!r}"
         (frame,) = state["frames"]
         shown = base64.b64decode(frame["png"])
-        assert shown != base64.b64decode(before["frames"][0]["png"]), f"{chapter}: moving {name!r} changed nothing"
+        assert shown != base64.b64decode(before["frames"][0]["png"]), (
+            f"{chapter}: moving {name!r} changed nothing"
+        )
         values = _values(grid, state)
         expected, width, height = grid.frames()[_indices(state)]
         fraction = differing_fraction(shown, expected)
-        assert fraction < MAX_DIFFERING, f"{chapter}, {values}: {fraction:.2%} of pixels differ from Python's frame"
+        assert fraction < MAX_DIFFERING, (
+            f"{chapter}, {values}: {fraction:.2%} of pixels differ from Python's frame"
+        )
         sizes = {key: frame[key] for key in ("shown", "natural", "width")}
         # Shown at its 1x size (the height may round the other way), with twice the pixels.
-        assert frame["shown"][0] == width == frame["width"] and abs(frame["shown"][1] - height) <= 1, (
-            f"{chapter}: {sizes}, drawn for {width}x{height}")
-        assert abs(frame["natural"][0] - 2 * width) <= 1 and abs(frame["natural"][1] - 2 * height) <= 1, (
-            f"{chapter}: frame not drawn at 2x: {sizes}, drawn for {width}x{height}")
+        assert (
+            frame["shown"][0] == width == frame["width"]
+            and abs(frame["shown"][1] - height) <= 1
+        ), f"{chapter}: {sizes}, drawn for {width}x{height}"
+        assert (
+            abs(frame["natural"][0] - 2 * width) <= 1
+            and abs(frame["natural"][1] - 2 * height) <= 1
+        ), (
+            f"{chapter}: frame not drawn at 2x: {sizes}, drawn for {width}x{height}"
+        )
         moves.append((name, values))
     assert len(moves) == len(grid.grid)
 
@@ -224,13 +293,22 @@ def test_explorer_moves_without_a_kernel(chapter, browser, book_server):
              const nav = performance.getEntriesByType('navigation')[0];
              return {page: nav.decodedBodySize, resources: own.reduce((s, r) => s + r.decodedBodySize, 0),
                      names: own.map(r => r.name)};
-           }""")
+           }"""
+    )
     page.close()
-    outside = [url for url in requests if not url.startswith((book_server, "data:", "blob:", "about:"))]
+    outside = [
+        url
+        for url in requests
+        if not url.startswith((book_server, "data:", "blob:", "about:"))
+    ]
     assert outside == [], f"{chapter}: requests to other hosts: {outside[:5]}"
     total = weight["page"] + weight["resources"]
-    print(f"{chapter}: page {weight['page'] / 1e6:.2f} MB + images {weight['resources'] / 1e6:.2f} MB")
-    assert total <= PAGE_BUDGET_BYTES, f"{chapter}: the page's own content is {total / 1e6:.2f} MB (budget 4 MB)"
+    print(
+        f"{chapter}: page {weight['page'] / 1e6:.2f} MB + images {weight['resources'] / 1e6:.2f} MB"
+    )
+    assert total <= PAGE_BUDGET_BYTES, (
+        f"{chapter}: the page's own content is {total / 1e6:.2f} MB (budget 4 MB)"
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover

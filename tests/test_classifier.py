@@ -8,9 +8,20 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from attnbook.tasks.order_classifier import TOKEN_ID, VOCAB, CLSClassifier, accuracy, encode, order_batch, train_order_classifier
+from attnbook.tasks.order_classifier import (
+    TOKEN_ID,
+    VOCAB,
+    CLSClassifier,
+    accuracy,
+    encode,
+    order_batch,
+    train_order_classifier,
+)
 from attnbook.widgets.transformer import (  # noqa: E402
-    cls_attention_explorer, cls_attention_view, plot_cls_attention, update_cls_attention_figure,
+    cls_attention_explorer,
+    cls_attention_view,
+    plot_cls_attention,
+    update_cls_attention_figure,
 )
 
 
@@ -20,7 +31,9 @@ def _model(seed=0):
 
 
 def test_order_batch_structure_and_labels():
-    tokens, lens, labels = order_batch(500, max_len=12, generator=torch.Generator().manual_seed(0))
+    tokens, lens, labels = order_batch(
+        500, max_len=12, generator=torch.Generator().manual_seed(0)
+    )
     assert tokens.shape == (500, 12) and lens.shape == labels.shape == (500,)
     assert ((lens >= 3) & (lens <= 12)).all()
     for row, n, label in zip(tokens.tolist(), lens.tolist(), labels.tolist()):
@@ -28,8 +41,12 @@ def test_order_batch_structure_and_labels():
         assert all(t == TOKEN_ID["[PAD]"] for t in row[n:])
         body = row[1:n]
         assert TOKEN_ID["[PAD]"] not in body and TOKEN_ID["[CLS]"] not in body
-        assert body.count(TOKEN_ID["A"]) == 1 and body.count(TOKEN_ID["B"]) == 1
-        assert label == int(body.index(TOKEN_ID["A"]) < body.index(TOKEN_ID["B"]))
+        assert (
+            body.count(TOKEN_ID["A"]) == 1 and body.count(TOKEN_ID["B"]) == 1
+        )
+        assert label == int(
+            body.index(TOKEN_ID["A"]) < body.index(TOKEN_ID["B"])
+        )
     assert 0.4 < labels.float().mean().item() < 0.6  # balanced classes
 
 
@@ -42,16 +59,22 @@ def test_order_batch_is_seeded_and_checks_lengths():
 
 
 def test_encode():
-    assert encode("c A dB").tolist() == [TOKEN_ID[t] for t in ["[CLS]", "c", "A", "d", "B"]]
+    assert encode("c A dB").tolist() == [
+        TOKEN_ID[t] for t in ["[CLS]", "c", "A", "d", "B"]
+    ]
     with pytest.raises(ValueError, match=r"unknown tokens \['x', 'z'\]"):
         encode("cxAzB")
-    with pytest.raises(ValueError, match="5 tokens plus \\[CLS\\] exceed max_len 5"):
+    with pytest.raises(
+        ValueError, match="5 tokens plus \\[CLS\\] exceed max_len 5"
+    ):
         encode("ccccc", max_len=5)
 
 
 def test_classifier_reads_the_cls_hidden_state():
     model = _model()
-    tokens, lens, _ = order_batch(4, generator=torch.Generator().manual_seed(1))
+    tokens, lens, _ = order_batch(
+        4, generator=torch.Generator().manual_seed(1)
+    )
     logits, weights = model(tokens, lens, return_weights=True)
     hidden = model.encoder(tokens, lens)
     torch.testing.assert_close(logits, model.head(hidden[:, 0]))
@@ -60,15 +83,21 @@ def test_classifier_reads_the_cls_hidden_state():
 
 def test_accuracy_counts_argmax_hits():
     model = _model()
-    tokens, lens, _ = order_batch(16, generator=torch.Generator().manual_seed(2))
+    tokens, lens, _ = order_batch(
+        16, generator=torch.Generator().manual_seed(2)
+    )
     predicted = model(tokens, lens).argmax(-1)
     assert accuracy(model, tokens, lens, predicted) == 1.0
     assert accuracy(model, tokens, lens, 1 - predicted) == 0.0
 
 
 def test_training_is_seeded_and_lowers_the_loss():
-    model_a, history_a = train_order_classifier(steps=40, batch_size=32, progress=False)
-    model_b, history_b = train_order_classifier(steps=40, batch_size=32, progress=False)
+    model_a, history_a = train_order_classifier(
+        steps=40, batch_size=32, progress=False
+    )
+    model_b, history_b = train_order_classifier(
+        steps=40, batch_size=32, progress=False
+    )
     assert history_a["loss"] == history_b["loss"]
     assert sum(history_a["loss"][-10:]) < sum(history_a["loss"][:10])
     assert not model_a.training
@@ -82,7 +111,9 @@ def test_cls_attention_view_returns_the_models_weights():
     torch.testing.assert_close(view["weights"], weights[1, 0, 3])
     torch.testing.assert_close(view["cls_row"], weights[1, 0, 3, 0])
     assert view["tokens"] == ["[CLS]", "c", "d", "A", "e", "B"]
-    assert view["prob_before"] == pytest.approx(logits.softmax(-1)[0, 1].item())
+    assert view["prob_before"] == pytest.approx(
+        logits.softmax(-1)[0, 1].item()
+    )
     assert view["answer"] is True
     torch.testing.assert_close(view["weights"].sum(-1), torch.ones(6))
 
@@ -109,19 +140,37 @@ def test_plot_cls_attention_draws_one_heat_map():
 
 def test_update_changes_the_map_and_title_and_relabels_only_for_new_tokens():
     model = _model()
-    fig = plot_cls_attention(cls_attention_view(model, "cAdB", layer=0, head=0))
+    fig = plot_cls_attention(
+        cls_attention_view(model, "cAdB", layer=0, head=0)
+    )
     (ax,) = fig.axes
-    first = update_cls_attention_figure(fig, cls_attention_view(model, "cAdB", layer=0, head=0))
+    first = update_cls_attention_figure(
+        fig, cls_attention_view(model, "cAdB", layer=0, head=0)
+    )
     assert first == [ax.images[0], ax.title]
-    view = cls_attention_view(model, "c A d B", layer=1, head=2)  # the same tokens, spaced
-    assert update_cls_attention_figure(fig, view) == first  # the same artists: only they are redrawn
-    torch.testing.assert_close(torch.as_tensor(ax.images[0].get_array()), view["weights"])
+    view = cls_attention_view(
+        model, "c A d B", layer=1, head=2
+    )  # the same tokens, spaced
+    assert (
+        update_cls_attention_figure(fig, view) == first
+    )  # the same artists: only they are redrawn
+    torch.testing.assert_close(
+        torch.as_tensor(ax.images[0].get_array()), view["weights"]
+    )
     assert ax.get_title().startswith("layer 1, head 2: P(A before B) = ")
     longer = cls_attention_view(model, "BcdeA", layer=1, head=2)
     changed = update_cls_attention_figure(fig, longer)
-    assert changed[0] is not first[0] and changed == [ax.images[0], ax.title]  # a new image: all is drawn again
-    assert ax.images[0].get_array().shape == (6, 6) and ax.get_xlim() == (-0.5, 5.5)
-    assert [t.get_text() for t in ax.texts] == longer["tokens"] * 2  # column labels, then row labels
+    assert changed[0] is not first[0] and changed == [
+        ax.images[0],
+        ax.title,
+    ]  # a new image: all is drawn again
+    assert ax.images[0].get_array().shape == (6, 6) and ax.get_xlim() == (
+        -0.5,
+        5.5,
+    )
+    assert [t.get_text() for t in ax.texts] == longer[
+        "tokens"
+    ] * 2  # column labels, then row labels
     assert ax.get_title().endswith("(true answer: no)")
     plt.close(fig)
 
@@ -132,12 +181,26 @@ def test_explorer_shows_the_figure_of_the_current_controls():
     model = _model()
     box = cls_attention_explorer(model, text="cdAefgBh", layer=0, head=1)
     text, layer, head = box.children[0].children
-    for tokens, at_layer, at_head in (("cdAefgBh", 1, 3), ("AcB", 1, 3), ("AcB", 0, 2)):
+    for tokens, at_layer, at_head in (
+        ("cdAefgBh", 1, 3),
+        ("AcB", 1, 3),
+        ("AcB", 0, 2),
+    ):
         text.value, layer.value, head.value = tokens, at_layer, at_head
-        expected = drawn_in_full(plot_cls_attention, cls_attention_view(model, tokens, at_layer, at_head))
-        other = drawn_in_full(plot_cls_attention, cls_attention_view(model, tokens, at_layer, (at_head + 1) % 4))
+        expected = drawn_in_full(
+            plot_cls_attention,
+            cls_attention_view(model, tokens, at_layer, at_head),
+        )
+        other = drawn_in_full(
+            plot_cls_attention,
+            cls_attention_view(model, tokens, at_layer, (at_head + 1) % 4),
+        )
         # The same pixels as a full draw of a fresh figure, and a test that could fail.
-        assert differing_pixels(box.children[1].outputs[0], expected) == 0 < differing_pixels(other, expected)
+        assert (
+            differing_pixels(box.children[1].outputs[0], expected)
+            == 0
+            < differing_pixels(other, expected)
+        )
 
 
 def test_vocabulary():

@@ -15,34 +15,57 @@ def test_equal_within_the_tolerance_says_so_and_names_it():
 def test_a_gap_over_the_tolerance_prints_the_gap():
     a = torch.zeros(4)
     b = torch.tensor([0.0, 0.0, 3e-3, -1e-3])
-    assert agreement(a, b, tol=1e-6) == "differ by up to 3.0e-03 (more than 1e-06)"
+    assert (
+        agreement(a, b, tol=1e-6)
+        == "differ by up to 3.0e-03 (more than 1e-06)"
+    )
 
 
 def test_nan_and_infinity_count_as_differences():
     a = torch.ones(3)
-    assert agreement(a, torch.tensor([1.0, float("nan"), 1.0]), tol=1.0) == "differ: NaN"
-    assert agreement(a, torch.tensor([1.0, float("inf"), 1.0]), tol=1.0).startswith("differ by up to inf")
+    assert (
+        agreement(a, torch.tensor([1.0, float("nan"), 1.0]), tol=1.0)
+        == "differ: NaN"
+    )
+    assert agreement(
+        a, torch.tensor([1.0, float("inf"), 1.0]), tol=1.0
+    ).startswith("differ by up to inf")
 
 
 def test_a_number_is_compared_with_every_entry_and_dtypes_may_differ():
-    assert agreement(torch.full((2, 3), 1e-9), 0, tol=1e-8) == "equal within 1e-08"
-    assert agreement(torch.ones(2, dtype=torch.float32), torch.ones(2, dtype=torch.float64), tol=1e-12).startswith(
-        "equal"
+    assert (
+        agreement(torch.full((2, 3), 1e-9), 0, tol=1e-8)
+        == "equal within 1e-08"
     )
+    assert agreement(
+        torch.ones(2, dtype=torch.float32),
+        torch.ones(2, dtype=torch.float64),
+        tol=1e-12,
+    ).startswith("equal")
     assert agreement(0.5, 0.5 + 2e-7, tol=1e-6) == "equal within 1e-06"
 
 
 @pytest.mark.parametrize(
     "args, error, words",
     [
-        ((torch.ones(3), torch.ones(4), 1e-6), ValueError, "actual (3,) and expected (4,)"),
+        (
+            (torch.ones(3), torch.ones(4), 1e-6),
+            ValueError,
+            "actual (3,) and expected (4,)",
+        ),
         ((torch.ones(3), torch.ones(3), 0.0), ValueError, "tol"),
         ((torch.ones(3), torch.ones(3), -1.0), ValueError, "tol"),
         ((torch.ones(3), "1", 1e-6), TypeError, "expected"),
-        ((torch.ones(3, dtype=torch.bool), torch.ones(3), 1e-6), TypeError, "actual"),
+        (
+            (torch.ones(3, dtype=torch.bool), torch.ones(3), 1e-6),
+            TypeError,
+            "actual",
+        ),
         (([1.0], torch.ones(1), 1e-6), TypeError, "actual"),
     ],
 )
 def test_bad_input_is_refused_naming_the_argument(args, error, words):
-    with pytest.raises(error, match=words.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(
+        error, match=words.replace("(", r"\(").replace(")", r"\)")
+    ):
         agreement(*args)

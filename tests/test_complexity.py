@@ -6,7 +6,20 @@ import pytest
 import torch
 from torch import nn
 
-from attnbook.experiments.complexity import ConvStack, RecurrentLayer, SelfAttentionLayer, comparison_layers, conv_layers_to_connect, longest_path, loglog_slope, median_forward_time, multiply_adds, sees_first_position, sequential_operations, time_layers
+from attnbook.experiments.complexity import (
+    ConvStack,
+    RecurrentLayer,
+    SelfAttentionLayer,
+    comparison_layers,
+    conv_layers_to_connect,
+    loglog_slope,
+    longest_path,
+    median_forward_time,
+    multiply_adds,
+    sees_first_position,
+    sequential_operations,
+    time_layers,
+)
 
 
 def test_layers_keep_the_shape_of_the_sequence():
@@ -20,8 +33,12 @@ def test_conv_stack_equals_conv1d_by_hand():
     stack = ConvStack(3, num_layers=2, kernel_size=5)
     x = torch.randn(2, 7, 3)
     first, second = stack.layers
-    by_hand = nn.functional.conv1d(x.transpose(1, 2), first.weight, first.bias, padding=2)
-    by_hand = nn.functional.conv1d(torch.tanh(by_hand), second.weight, second.bias, padding=2)
+    by_hand = nn.functional.conv1d(
+        x.transpose(1, 2), first.weight, first.bias, padding=2
+    )
+    by_hand = nn.functional.conv1d(
+        torch.tanh(by_hand), second.weight, second.bias, padding=2
+    )
     assert torch.allclose(stack(x), by_hand.transpose(1, 2), atol=1e-6)
 
 
@@ -32,7 +49,12 @@ def test_recurrent_layer_equals_the_elman_recursion():
     x = torch.randn(1, 5, 3)
     h = torch.zeros(3)
     for t in range(5):
-        h = torch.tanh(rnn.weight_ih_l0 @ x[0, t] + rnn.bias_ih_l0 + rnn.weight_hh_l0 @ h + rnn.bias_hh_l0)
+        h = torch.tanh(
+            rnn.weight_ih_l0 @ x[0, t]
+            + rnn.bias_ih_l0
+            + rnn.weight_hh_l0 @ h
+            + rnn.bias_hh_l0
+        )
         assert torch.allclose(layer(x)[0, t], h, atol=1e-6)
 
 
@@ -46,7 +68,10 @@ def test_self_attention_layer_returns_the_output_of_self_attention():
 @pytest.mark.parametrize("kernel_size", [3, 5, 7])
 @pytest.mark.parametrize("n", [2, 3, 4, 9, 10, 17])
 def test_cnn_longest_path_matches_autograd(n, kernel_size):
-    assert conv_layers_to_connect(n, kernel_size) == longest_path(n, kernel_size)["CNN"]
+    assert (
+        conv_layers_to_connect(n, kernel_size)
+        == longest_path(n, kernel_size)["CNN"]
+    )
 
 
 def test_one_layer_less_does_not_connect():
@@ -70,17 +95,33 @@ def test_self_attention_connects_every_position_in_one_layer_and_a_rnn_is_causal
 
 
 def test_longest_path_and_sequential_operations_formulas():
-    assert longest_path(4096, 3) == {"CNN": 4095, "RNN": 4096, "self-attention": 1}
-    assert longest_path(4096, 9) == {"CNN": 1024, "RNN": 4096, "self-attention": 1}
-    assert sequential_operations(100) == {"CNN": 1, "RNN": 100, "self-attention": 1}
+    assert longest_path(4096, 3) == {
+        "CNN": 4095,
+        "RNN": 4096,
+        "self-attention": 1,
+    }
+    assert longest_path(4096, 9) == {
+        "CNN": 1024,
+        "RNN": 4096,
+        "self-attention": 1,
+    }
+    assert sequential_operations(100) == {
+        "CNN": 1,
+        "RNN": 100,
+        "self-attention": 1,
+    }
 
 
 def test_multiply_adds_match_the_operations_counted_by_hand():
     n, d, k = 10, 4, 3
     counts = multiply_adds(n, d, k)
-    conv = n * d * (d * k)  # every output (n x d) is a dot product of length d * k
+    conv = (
+        n * d * (d * k)
+    )  # every output (n x d) is a dot product of length d * k
     rnn = n * (d * d + d * d)  # W x_t and U h_{t-1} at every step
-    attention = 3 * n * d * d + n * n * d + n * n * d  # Q, K, V; Q K^T; weights @ V
+    attention = (
+        3 * n * d * d + n * n * d + n * n * d
+    )  # Q, K, V; Q K^T; weights @ V
     assert counts == {"CNN": conv, "RNN": rnn, "self-attention": attention}
 
 
@@ -94,7 +135,10 @@ def test_attention_products_cost_n2d_multiply_adds_each_by_torch_flop_counter():
         torch.softmax(q @ k.T, dim=-1) @ v
     # PyTorch counts a multiply-add as 2 FLOPs: Q K^T and P V are n^2 d multiply-adds each.
     assert counter.get_total_flops() == 2 * (n * n * d + n * n * d)
-    assert multiply_adds(n, d)["self-attention"] - 3 * n * d * d == counter.get_total_flops() // 2
+    assert (
+        multiply_adds(n, d)["self-attention"] - 3 * n * d * d
+        == counter.get_total_flops() // 2
+    )
 
 
 @pytest.mark.parametrize(
@@ -102,15 +146,53 @@ def test_attention_products_cost_n2d_multiply_adds_each_by_torch_flop_counter():
     [
         (lambda: longest_path(1), ValueError, "n must be an int >= 2, got 1"),
         (lambda: longest_path(8, 4), ValueError, "kernel_size must be odd"),
-        (lambda: longest_path(8, 1), ValueError, "kernel_size must be an int >= 3, got 1"),
-        (lambda: multiply_adds(8, 0), ValueError, "dim must be a positive int, got 0"),
-        (lambda: ConvStack(4, 0), ValueError, "num_layers must be a positive int, got 0"),
-        (lambda: time_layers([16, 0]), ValueError, "sequence length must be a positive int, got 0"),
-        (lambda: time_layers([16], statistic="mean"), ValueError, "statistic must be 'median' or 'min'"),
-        (lambda: time_layers([16], clock="cpu", threads=2), ValueError, "clock must be 'wall', or 'cpu' with threads=1"),
-        (lambda: loglog_slope([1, 2], [1.0]), ValueError, r"need as many times as lengths"),
-        (lambda: loglog_slope([1, 2], [1.0, 0.0]), ValueError, "times must be positive"),
-        (lambda: median_forward_time(nn.Identity(), torch.zeros(3, dtype=torch.long)), TypeError, "floating-point"),
+        (
+            lambda: longest_path(8, 1),
+            ValueError,
+            "kernel_size must be an int >= 3, got 1",
+        ),
+        (
+            lambda: multiply_adds(8, 0),
+            ValueError,
+            "dim must be a positive int, got 0",
+        ),
+        (
+            lambda: ConvStack(4, 0),
+            ValueError,
+            "num_layers must be a positive int, got 0",
+        ),
+        (
+            lambda: time_layers([16, 0]),
+            ValueError,
+            "sequence length must be a positive int, got 0",
+        ),
+        (
+            lambda: time_layers([16], statistic="mean"),
+            ValueError,
+            "statistic must be 'median' or 'min'",
+        ),
+        (
+            lambda: time_layers([16], clock="cpu", threads=2),
+            ValueError,
+            "clock must be 'wall', or 'cpu' with threads=1",
+        ),
+        (
+            lambda: loglog_slope([1, 2], [1.0]),
+            ValueError,
+            r"need as many times as lengths",
+        ),
+        (
+            lambda: loglog_slope([1, 2], [1.0, 0.0]),
+            ValueError,
+            "times must be positive",
+        ),
+        (
+            lambda: median_forward_time(
+                nn.Identity(), torch.zeros(3, dtype=torch.long)
+            ),
+            TypeError,
+            "floating-point",
+        ),
     ],
 )
 def test_bad_arguments_raise(call, error, match):
@@ -121,7 +203,9 @@ def test_bad_arguments_raise(call, error, match):
 def test_loglog_slope_recovers_a_power_law():
     lengths = [16, 64, 256, 1024]
     for power in (0.5, 1.0, 2.0):
-        assert loglog_slope(lengths, [3e-5 * n**power for n in lengths]) == pytest.approx(power)
+        assert loglog_slope(
+            lengths, [3e-5 * n**power for n in lengths]
+        ) == pytest.approx(power)
     # Least squares, not the end points: one outlier in the middle moves it only a little.
     times = [n * 1.0 for n in lengths]
     times[1] *= 2
@@ -132,22 +216,52 @@ def test_timing_returns_positive_medians_per_layer_and_restores_threads():
     threads = torch.get_num_threads()
     times = time_layers([8, 16], dim=8, repeats=2, min_seconds=1e-4)
     assert set(times) == {"CNN", "RNN", "self-attention"}
-    assert all(len(v) == 2 and all(t > 0 and math.isfinite(t) for t in v) for v in times.values())
+    assert all(
+        len(v) == 2 and all(t > 0 and math.isfinite(t) for t in v)
+        for v in times.values()
+    )
     assert torch.get_num_threads() == threads
-    assert median_forward_time(nn.Identity(), torch.zeros(3), repeats=3, min_seconds=1e-5) > 0
+    assert (
+        median_forward_time(
+            nn.Identity(), torch.zeros(3), repeats=3, min_seconds=1e-5
+        )
+        > 0
+    )
 
 
 def test_timing_statistic_picks_the_median_or_the_fastest_sample(monkeypatch):
     import attnbook.experiments.complexity as complexity
 
     for statistic, expected in (("median", 2.0), ("min", 1.0)):
-        rounds = iter([3.0] * 3 + [1.0] * 3 + [2.0] * 3)  # round by round, every layer once per round
-        monkeypatch.setattr(complexity, "calls_per_sample", lambda function, min_seconds: 1)
-        monkeypatch.setattr(complexity, "mean_call_time", lambda function, number, clock: next(rounds))
-        times = complexity.time_layers([8], dim=4, repeats=3, statistic=statistic)
-        assert times == {name: [expected] for name in ("CNN", "RNN", "self-attention")}
+        rounds = iter(
+            [3.0] * 3 + [1.0] * 3 + [2.0] * 3
+        )  # round by round, every layer once per round
+        monkeypatch.setattr(
+            complexity, "calls_per_sample", lambda function, min_seconds: 1
+        )
+        monkeypatch.setattr(
+            complexity,
+            "mean_call_time",
+            lambda function, number, clock: next(rounds),
+        )
+        times = complexity.time_layers(
+            [8], dim=4, repeats=3, statistic=statistic
+        )
+        assert times == {
+            name: [expected] for name in ("CNN", "RNN", "self-attention")
+        }
 
 
 def test_cpu_clock_times_are_positive_and_need_one_thread():
-    times = time_layers([8, 16], dim=8, repeats=2, min_seconds=1e-4, clock="cpu", statistic="min")
-    assert all(len(v) == 2 and all(t > 0 and math.isfinite(t) for t in v) for v in times.values())
+    times = time_layers(
+        [8, 16],
+        dim=8,
+        repeats=2,
+        min_seconds=1e-4,
+        clock="cpu",
+        statistic="min",
+    )
+    assert all(
+        len(v) == 2 and all(t > 0 and math.isfinite(t) for t in v)
+        for v in times.values()
+    )

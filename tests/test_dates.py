@@ -7,7 +7,19 @@ import pytest
 import torch
 
 from attnbook.tasks import dates
-from attnbook.tasks.dates import CASES, FORMS, MAX_INPUT_LENGTH, SOURCE_VOCAB, TARGET_VOCAB, CharVocabulary, date_batch, format_date, ordinal, random_date_pairs, random_dates
+from attnbook.tasks.dates import (
+    CASES,
+    FORMS,
+    MAX_INPUT_LENGTH,
+    SOURCE_VOCAB,
+    TARGET_VOCAB,
+    CharVocabulary,
+    date_batch,
+    format_date,
+    ordinal,
+    random_date_pairs,
+    random_dates,
+)
 
 # Python's strptime formats of each form (full month name; %b for three letters).
 STRPTIME = {
@@ -28,21 +40,31 @@ def parse(text: str, form: str) -> dt.date:
     """Parse ``text`` written in ``form`` with datetime.strptime (case-insensitive)."""
     fmt = STRPTIME[form]
     if form == "3rd of May 1999":
-        match = re.fullmatch(r"(\d+)(st|nd|rd|th)( of .*)", text, flags=re.IGNORECASE)
+        match = re.fullmatch(
+            r"(\d+)(st|nd|rd|th)( of .*)", text, flags=re.IGNORECASE
+        )
         assert match, text
         assert match.group(2).lower() == ordinal(int(match.group(1)))[-2:]
         text = match.group(1) + match.group(3)
     parsed = None
-    for month_fmt, weekday_fmt in (("%B", "%A"), ("%b", "%a")):  # full names, then three letters
+    for month_fmt, weekday_fmt in (
+        ("%B", "%A"),
+        ("%b", "%a"),
+    ):  # full names, then three letters
         try:
-            parsed = dt.datetime.strptime(text, fmt.replace("%B", month_fmt).replace("%A", weekday_fmt)).date()
+            parsed = dt.datetime.strptime(
+                text, fmt.replace("%B", month_fmt).replace("%A", weekday_fmt)
+            ).date()
             break
         except ValueError:
             continue
     assert parsed is not None, (text, form)
     if form == "Monday, May 3, 1999":
         weekday = text.split(",")[0].lower()
-        assert weekday in (parsed.strftime("%A").lower(), parsed.strftime("%a").lower()), text
+        assert weekday in (
+            parsed.strftime("%A").lower(),
+            parsed.strftime("%a").lower(),
+        ), text
     return parsed
 
 
@@ -59,31 +81,84 @@ def test_every_random_pair_parses_back_to_its_target(seed):
 def test_the_issue_examples_exactly():
     may3 = dt.date(1999, 5, 3)
     assert [format_date(may3, form) for form in FORMS] == [
-        "3 May 1999", "03 May 1999", "May 3, 1999", "Monday, May 3, 1999", "3 May, 1999",
-        "3rd of May 1999", "MAY 3 1999", "03.05.1999", "1999-5-3", "May 03 1999"]
-    assert format_date(dt.date(1999, 9, 3), "May 3, 1999", short_month=True) == "Sep 3, 1999"
+        "3 May 1999",
+        "03 May 1999",
+        "May 3, 1999",
+        "Monday, May 3, 1999",
+        "3 May, 1999",
+        "3rd of May 1999",
+        "MAY 3 1999",
+        "03.05.1999",
+        "1999-5-3",
+        "May 03 1999",
+    ]
+    assert (
+        format_date(dt.date(1999, 9, 3), "May 3, 1999", short_month=True)
+        == "Sep 3, 1999"
+    )
     assert dates.iso(may3) == "1999-05-03"
 
 
 def test_weekday_is_right_for_known_dates():
     # 1 January 1900 was a Monday, 31 December 2099 a Thursday, 20 July 1969 a Sunday.
-    assert format_date(dt.date(1900, 1, 1), "Monday, May 3, 1999") == "Monday, January 1, 1900"
-    assert format_date(dt.date(2099, 12, 31), "Monday, May 3, 1999") == "Thursday, December 31, 2099"
-    assert format_date(dt.date(1969, 7, 20), "Monday, May 3, 1999", short_month=True) == "Sun, Jul 20, 1969"
+    assert (
+        format_date(dt.date(1900, 1, 1), "Monday, May 3, 1999")
+        == "Monday, January 1, 1900"
+    )
+    assert (
+        format_date(dt.date(2099, 12, 31), "Monday, May 3, 1999")
+        == "Thursday, December 31, 2099"
+    )
+    assert (
+        format_date(
+            dt.date(1969, 7, 20), "Monday, May 3, 1999", short_month=True
+        )
+        == "Sun, Jul 20, 1969"
+    )
 
 
 def test_ordinal_suffixes():
-    wanted = {1: "1st", 2: "2nd", 3: "3rd", 4: "4th", 10: "10th", 11: "11th", 12: "12th", 13: "13th",
-              14: "14th", 20: "20th", 21: "21st", 22: "22nd", 23: "23rd", 24: "24th", 30: "30th", 31: "31st"}
+    wanted = {
+        1: "1st",
+        2: "2nd",
+        3: "3rd",
+        4: "4th",
+        10: "10th",
+        11: "11th",
+        12: "12th",
+        13: "13th",
+        14: "14th",
+        20: "20th",
+        21: "21st",
+        22: "22nd",
+        23: "23rd",
+        24: "24th",
+        30: "30th",
+        31: "31st",
+    }
     assert {d: ordinal(d) for d in wanted} == wanted
 
 
 def test_cases():
     day = dt.date(2001, 11, 22)
-    assert format_date(day, "3rd of May 1999", case="lower") == "22nd of november 2001"
-    assert format_date(day, "3rd of May 1999", case="upper") == "22ND OF NOVEMBER 2001"
-    assert format_date(day, "3rd of May 1999", case="title") == "22nd Of November 2001"
-    mixed = format_date(day, "Monday, May 3, 1999", case="mixed", generator=torch.Generator().manual_seed(3))
+    assert (
+        format_date(day, "3rd of May 1999", case="lower")
+        == "22nd of november 2001"
+    )
+    assert (
+        format_date(day, "3rd of May 1999", case="upper")
+        == "22ND OF NOVEMBER 2001"
+    )
+    assert (
+        format_date(day, "3rd of May 1999", case="title")
+        == "22nd Of November 2001"
+    )
+    mixed = format_date(
+        day,
+        "Monday, May 3, 1999",
+        case="mixed",
+        generator=torch.Generator().manual_seed(3),
+    )
     assert mixed.lower() == "thursday, november 22, 2001"
     assert mixed != mixed.lower() and mixed != mixed.upper()
     with pytest.raises(ValueError, match="torch.Generator"):
@@ -95,12 +170,18 @@ def test_cases():
 
 
 def test_random_pairs_cover_forms_cases_and_range():
-    sources, targets = random_date_pairs(4000, torch.Generator().manual_seed(0))
+    sources, targets = random_date_pairs(
+        4000, torch.Generator().manual_seed(0)
+    )
     years = [int(t[:4]) for t in targets]
     assert min(years) == 1900 and max(years) == 2099
     lettered = [s for s in sources if re.search("[A-Za-z]", s)]
-    assert any(s == s.lower() for s in lettered) and any(s == s.upper() for s in lettered)
-    assert any(s != s.lower() and s != s.upper() and s != s.title() for s in lettered)
+    assert any(s == s.lower() for s in lettered) and any(
+        s == s.upper() for s in lettered
+    )
+    assert any(
+        s != s.lower() and s != s.upper() and s != s.title() for s in lettered
+    )
     assert any(re.search(r"\b(sep|SEP|Sep)\b", s) for s in sources)
     assert any(re.search(r"september", s, re.IGNORECASE) for s in sources)
 
@@ -130,19 +211,29 @@ def test_vocabulary_round_trip_and_padding():
     assert lengths.tolist() == [10, 19, 0]
     assert (ids[0, 10:] == SOURCE_VOCAB.pad).all() and (ids[2] == 0).all()
     assert SOURCE_VOCAB.decode(ids) == texts
-    tgt, tgt_lengths = TARGET_VOCAB.encode(["1999-05-03"], add_bos=True, add_eos=True)
-    assert tgt[0, 0] == TARGET_VOCAB.bos and tgt[0, -1] == TARGET_VOCAB.eos and tgt_lengths.tolist() == [12]
+    tgt, tgt_lengths = TARGET_VOCAB.encode(
+        ["1999-05-03"], add_bos=True, add_eos=True
+    )
+    assert (
+        tgt[0, 0] == TARGET_VOCAB.bos
+        and tgt[0, -1] == TARGET_VOCAB.eos
+        and tgt_lengths.tolist() == [12]
+    )
     assert TARGET_VOCAB.decode(tgt) == ["1999-05-03"]
     # decode stops at the first EOS
     assert TARGET_VOCAB.decode([[4, 5, 2, 6]]) == ["12"]
 
 
 def test_vocabulary_errors_name_string_character_and_position():
-    with pytest.raises(ValueError, match=r"'3 Mai 1999é' has the character 'é' at position 10"):
+    with pytest.raises(
+        ValueError, match=r"'3 Mai 1999é' has the character 'é' at position 10"
+    ):
         SOURCE_VOCAB.encode(["3 May 1999", "3 Mai 1999é"])
     with pytest.raises(ValueError, match="at most 32"):
         SOURCE_VOCAB.encode(["x" * 33])
-    with pytest.raises(ValueError, match=r"'1999/05/03' has the character '/' at position 4"):
+    with pytest.raises(
+        ValueError, match=r"'1999/05/03' has the character '/' at position 4"
+    ):
         TARGET_VOCAB.encode(["1999/05/03"])
     with pytest.raises(ValueError, match="has the character '<'"):
         TARGET_VOCAB.encode(["<eos>"])  # special names are not characters
@@ -157,10 +248,17 @@ def test_vocabulary_errors_name_string_character_and_position():
 
 
 def test_date_batch_shapes_and_teacher_forcing_shift():
-    src, src_lengths, tgt_in, tgt_out = date_batch(64, torch.Generator().manual_seed(0))
-    assert src.shape[0] == 64 and src.shape[1] == int(src_lengths.max()) <= MAX_INPUT_LENGTH
+    src, src_lengths, tgt_in, tgt_out = date_batch(
+        64, torch.Generator().manual_seed(0)
+    )
+    assert (
+        src.shape[0] == 64
+        and src.shape[1] == int(src_lengths.max()) <= MAX_INPUT_LENGTH
+    )
     assert tgt_in.shape == tgt_out.shape == (64, 11)
-    assert (tgt_in[:, 0] == TARGET_VOCAB.bos).all() and (tgt_out[:, -1] == TARGET_VOCAB.eos).all()
+    assert (tgt_in[:, 0] == TARGET_VOCAB.bos).all() and (
+        tgt_out[:, -1] == TARGET_VOCAB.eos
+    ).all()
     assert torch.equal(tgt_in[:, 1:], tgt_out[:, :-1])
     assert len(CASES) == len(dates.CASE_PROBABILITIES)
 
@@ -168,9 +266,21 @@ def test_date_batch_shapes_and_teacher_forcing_shift():
 def test_date_spans_find_year_month_and_day():
     from attnbook.tasks.dates import date_spans
 
-    assert date_spans("Monday, May 3, 1999") == {"year": (15, 19), "month": (8, 11), "day": (12, 13)}
-    assert date_spans("03.05.1999") == {"year": (6, 10), "month": (3, 5), "day": (0, 2)}
-    assert date_spans("1999-5-3") == {"year": (0, 4), "month": (5, 6), "day": (7, 8)}
+    assert date_spans("Monday, May 3, 1999") == {
+        "year": (15, 19),
+        "month": (8, 11),
+        "day": (12, 13),
+    }
+    assert date_spans("03.05.1999") == {
+        "year": (6, 10),
+        "month": (3, 5),
+        "day": (0, 2),
+    }
+    assert date_spans("1999-5-3") == {
+        "year": (0, 4),
+        "month": (5, 6),
+        "day": (7, 8),
+    }
     assert date_spans("3rd of SEP 1999")["day"] == (0, 1)
     g = torch.Generator().manual_seed(5)
     sources, targets = random_date_pairs(2000, g)
@@ -180,6 +290,10 @@ def test_date_spans_find_year_month_and_day():
         assert int(source[slice(*spans["day"])]) == int(target[8:])
         month = source[slice(*spans["month"])]
         wanted = int(target[5:7])
-        assert int(month) == wanted if month.isdigit() else month.lower()[:3] == dates.MONTHS[wanted - 1][:3].lower()
+        assert (
+            int(month) == wanted
+            if month.isdigit()
+            else month.lower()[:3] == dates.MONTHS[wanted - 1][:3].lower()
+        )
     with pytest.raises(ValueError, match="not a date"):
         date_spans("hello")

@@ -6,20 +6,35 @@ import torch
 from torch import nn
 
 from attnbook import causal_mask
-from attnbook.nn.decoder import EncoderDecoderTransformer, TransformerDecoder, TransformerDecoderBlock
+from attnbook.nn.decoder import (
+    EncoderDecoderTransformer,
+    TransformerDecoder,
+    TransformerDecoderBlock,
+)
 
 
 def torch_layer(embed_dim=16, num_heads=4, ffn=32, seed=0):
     torch.manual_seed(seed)
-    return nn.TransformerDecoderLayer(embed_dim, num_heads, ffn, dropout=0.0, activation="relu",
-                                      batch_first=True, norm_first=False).eval()
+    return nn.TransformerDecoderLayer(
+        embed_dim,
+        num_heads,
+        ffn,
+        dropout=0.0,
+        activation="relu",
+        batch_first=True,
+        norm_first=False,
+    ).eval()
 
 
-def batch(seed=1, B=3, n=5, n_src=7, E=16, lengths=(7, 4, 2), dtype=torch.float32):
+def batch(
+    seed=1, B=3, n=5, n_src=7, E=16, lengths=(7, 4, 2), dtype=torch.float32
+):
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(B, n, E, generator=g, dtype=dtype)
     memory = torch.randn(B, n_src, E, generator=g, dtype=dtype)
-    keep = torch.arange(n_src) < torch.tensor(lengths)[:, None]  # (B, n_src), True = a real source token
+    keep = (
+        torch.arange(n_src) < torch.tensor(lengths)[:, None]
+    )  # (B, n_src), True = a real source token
     return x, memory, keep
 
 
@@ -39,8 +54,12 @@ def test_block_equals_torch_decoder_layer_with_causal_and_padding_masks(seed):
     layer = torch_layer(seed=seed)
     block = TransformerDecoderBlock(16, 4, 32).load_torch_weights(layer).eval()
     x, memory, keep = batch(seed + 10)
-    ours = block(x, memory, self_mask=causal_mask(5), memory_mask=keep[:, None, None, :])
-    theirs = layer(x, memory, tgt_mask=~causal_mask(5), memory_key_padding_mask=~keep)  # torch: True = blocked
+    ours = block(
+        x, memory, self_mask=causal_mask(5), memory_mask=keep[:, None, None, :]
+    )
+    theirs = layer(
+        x, memory, tgt_mask=~causal_mask(5), memory_key_padding_mask=~keep
+    )  # torch: True = blocked
     assert (ours - theirs).abs().max().item() < 1e-5
     # without masks too
     assert torch.allclose(block(x, memory), layer(x, memory), atol=1e-5)
@@ -48,37 +67,82 @@ def test_block_equals_torch_decoder_layer_with_causal_and_padding_masks(seed):
 
 def test_block_gradients_equal_torch():
     layer = torch_layer(seed=3).double()
-    block = TransformerDecoderBlock(16, 4, 32).double().load_torch_weights(layer).eval()
+    block = (
+        TransformerDecoderBlock(16, 4, 32)
+        .double()
+        .load_torch_weights(layer)
+        .eval()
+    )
     x, memory, keep = batch(4, dtype=torch.float64)
-    upstream = torch.randn(3, 5, 16, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
+    upstream = torch.randn(
+        3,
+        5,
+        16,
+        generator=torch.Generator().manual_seed(5),
+        dtype=torch.float64,
+    )
     grads = []
-    for module, call in ((block, lambda a, m: block(a, m, causal_mask(5), keep[:, None, None, :])),
-                         (layer, lambda a, m: layer(a, m, tgt_mask=~causal_mask(5), memory_key_padding_mask=~keep))):
+    for module, call in (
+        (
+            block,
+            lambda a, m: block(a, m, causal_mask(5), keep[:, None, None, :]),
+        ),
+        (
+            layer,
+            lambda a, m: layer(
+                a, m, tgt_mask=~causal_mask(5), memory_key_padding_mask=~keep
+            ),
+        ),
+    ):
         a, m = x.clone().requires_grad_(), memory.clone().requires_grad_()
         out = call(a, m)
-        params = [module.norm1.weight, module.linear1.weight if module is layer else module.ffn.linear1.weight,
-                  module.self_attn.in_proj_weight,
-                  module.multihead_attn.in_proj_weight if module is layer else module.cross_attn.in_proj_weight]
-        grads.append(torch.autograd.grad((out * upstream).sum(), [a, m, *params]))
+        params = [
+            module.norm1.weight,
+            module.linear1.weight
+            if module is layer
+            else module.ffn.linear1.weight,
+            module.self_attn.in_proj_weight,
+            module.multihead_attn.in_proj_weight
+            if module is layer
+            else module.cross_attn.in_proj_weight,
+        ]
+        grads.append(
+            torch.autograd.grad((out * upstream).sum(), [a, m, *params])
+        )
     for ours, theirs in zip(*grads):
         assert torch.allclose(ours, theirs, atol=1e-10)
 
 
 def test_padded_memory_positions_have_no_influence():
-    block = TransformerDecoderBlock(16, 4, 32).load_torch_weights(torch_layer(seed=6)).eval()
+    block = (
+        TransformerDecoderBlock(16, 4, 32)
+        .load_torch_weights(torch_layer(seed=6))
+        .eval()
+    )
     x, memory, keep = batch(7)
     changed = memory.clone()
     changed[~keep] = 1e3  # garbage in the padding
     mask = keep[:, None, None, :]
-    assert torch.allclose(block(x, memory, causal_mask(5), mask), block(x, changed, causal_mask(5), mask), atol=1e-6)
+    assert torch.allclose(
+        block(x, memory, causal_mask(5), mask),
+        block(x, changed, causal_mask(5), mask),
+        atol=1e-6,
+    )
 
 
 def test_causal_mask_makes_each_position_blind_to_the_future():
-    block = TransformerDecoderBlock(16, 4, 32).load_torch_weights(torch_layer(seed=8)).eval()
+    block = (
+        TransformerDecoderBlock(16, 4, 32)
+        .load_torch_weights(torch_layer(seed=8))
+        .eval()
+    )
     x, memory, _ = batch(9)
     changed = x.clone()
     changed[:, 3:] += 5.0  # change positions 4 and 5 (1-based)
-    y, y_changed = block(x, memory, causal_mask(5)), block(changed, memory, causal_mask(5))
+    y, y_changed = (
+        block(x, memory, causal_mask(5)),
+        block(changed, memory, causal_mask(5)),
+    )
     assert torch.allclose(y[:, :3], y_changed[:, :3], atol=1e-6)
     assert not torch.allclose(y[:, 3:], y_changed[:, 3:], atol=1e-3)
 
@@ -86,14 +150,24 @@ def test_causal_mask_makes_each_position_blind_to_the_future():
 def test_stack_equals_torch_transformer_decoder():
     layer = torch_layer(seed=11)
     theirs = nn.TransformerDecoder(layer, num_layers=3).eval()
-    for i, their_layer in enumerate(theirs.layers):  # give every layer its own weights
+    for i, their_layer in enumerate(
+        theirs.layers
+    ):  # give every layer its own weights
         torch.manual_seed(100 + i)
         for p in their_layer.parameters():
             p.data.normal_(0, 0.3)
-    ours = TransformerDecoder(16, 4, 32, num_layers=3).load_torch_weights(theirs).eval()
+    ours = (
+        TransformerDecoder(16, 4, 32, num_layers=3)
+        .load_torch_weights(theirs)
+        .eval()
+    )
     x, memory, keep = batch(12)
-    out, self_w, cross_w = ours(x, memory, causal_mask(5), keep[:, None, None, :], return_weights=True)
-    ref = theirs(x, memory, tgt_mask=~causal_mask(5), memory_key_padding_mask=~keep)
+    out, self_w, cross_w = ours(
+        x, memory, causal_mask(5), keep[:, None, None, :], return_weights=True
+    )
+    ref = theirs(
+        x, memory, tgt_mask=~causal_mask(5), memory_key_padding_mask=~keep
+    )
     assert (out - ref).abs().max().item() < 1e-5
     assert self_w.shape == (3, 3, 4, 5, 5) and cross_w.shape == (3, 3, 4, 5, 7)
     assert (self_w.masked_select(~causal_mask(5)) == 0).all()
@@ -103,13 +177,25 @@ def test_stack_equals_torch_transformer_decoder():
 def test_load_torch_weights_refuses_what_it_cannot_copy():
     block = TransformerDecoderBlock(16, 4, 32)
     with pytest.raises(TypeError):
-        block.load_torch_weights(nn.TransformerEncoderLayer(16, 4, 32, batch_first=True))
+        block.load_torch_weights(
+            nn.TransformerEncoderLayer(16, 4, 32, batch_first=True)
+        )
     with pytest.raises(ValueError, match="pre-norm"):
-        block.load_torch_weights(nn.TransformerDecoderLayer(16, 4, 32, batch_first=True, norm_first=True))
+        block.load_torch_weights(
+            nn.TransformerDecoderLayer(
+                16, 4, 32, batch_first=True, norm_first=True
+            )
+        )
     with pytest.raises(ValueError, match="activation"):
-        block.load_torch_weights(nn.TransformerDecoderLayer(16, 4, 32, batch_first=True, activation="gelu"))
+        block.load_torch_weights(
+            nn.TransformerDecoderLayer(
+                16, 4, 32, batch_first=True, activation="gelu"
+            )
+        )
     with pytest.raises(ValueError, match="size mismatch"):
-        block.load_torch_weights(nn.TransformerDecoderLayer(16, 4, 64, batch_first=True))
+        block.load_torch_weights(
+            nn.TransformerDecoderLayer(16, 4, 64, batch_first=True)
+        )
 
 
 def test_bad_masks_and_inputs_are_refused():
@@ -125,9 +211,20 @@ def test_bad_masks_and_inputs_are_refused():
 
 def small_model(seed=0, max_tgt_len=40):
     torch.manual_seed(seed)
-    model = EncoderDecoderTransformer(20, 15, embed_dim=32, num_heads=4, ffn_hidden=64, num_encoder_layers=2,
-                                      num_decoder_layers=2, max_src_len=16, max_tgt_len=max_tgt_len)
-    for p in model.parameters():  # larger random weights: sharper, more varied outputs
+    model = EncoderDecoderTransformer(
+        20,
+        15,
+        embed_dim=32,
+        num_heads=4,
+        ffn_hidden=64,
+        num_encoder_layers=2,
+        num_decoder_layers=2,
+        max_src_len=16,
+        max_tgt_len=max_tgt_len,
+    )
+    for p in (
+        model.parameters()
+    ):  # larger random weights: sharper, more varied outputs
         p.data.mul_(2.0)
     return model.eval()
 
@@ -136,40 +233,65 @@ def source(seed=0, B=4, n=9):
     g = torch.Generator().manual_seed(seed)
     lengths = torch.randint(3, n + 1, (B,), generator=g)
     lengths[0] = n
-    src = torch.randint(3, 20, (B, n), generator=g) * (torch.arange(n) < lengths[:, None])
+    src = torch.randint(3, 20, (B, n), generator=g) * (
+        torch.arange(n) < lengths[:, None]
+    )
     return src, lengths
 
 
 def test_encoder_decoder_equals_torch_layers_with_the_same_weights():
     model = small_model(1)
     src, lengths = source(1)
-    tgt_in = torch.randint(0, 15, (4, 6), generator=torch.Generator().manual_seed(2))
+    tgt_in = torch.randint(
+        0, 15, (4, 6), generator=torch.Generator().manual_seed(2)
+    )
     keep = torch.arange(src.shape[1]) < lengths[:, None]
-    enc_layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True)
-    dec_layer = nn.TransformerDecoderLayer(32, 4, 64, dropout=0.0, batch_first=True)
-    torch_encoder = nn.TransformerEncoder(enc_layer, 2, enable_nested_tensor=False).eval()
+    enc_layer = nn.TransformerEncoderLayer(
+        32, 4, 64, dropout=0.0, batch_first=True
+    )
+    dec_layer = nn.TransformerDecoderLayer(
+        32, 4, 64, dropout=0.0, batch_first=True
+    )
+    torch_encoder = nn.TransformerEncoder(
+        enc_layer, 2, enable_nested_tensor=False
+    ).eval()
     torch_decoder = nn.TransformerDecoder(dec_layer, 2).eval()
     with torch.no_grad():
         for ours, theirs in zip(model.encoder.blocks, torch_encoder.layers):
-            theirs.self_attn.in_proj_weight.copy_(ours.self_attn.in_proj_weight)
+            theirs.self_attn.in_proj_weight.copy_(
+                ours.self_attn.in_proj_weight
+            )
             theirs.self_attn.in_proj_bias.copy_(ours.self_attn.in_proj_bias)
-            theirs.self_attn.out_proj.load_state_dict(ours.self_attn.out_proj.state_dict())
+            theirs.self_attn.out_proj.load_state_dict(
+                ours.self_attn.out_proj.state_dict()
+            )
             theirs.linear1.load_state_dict(ours.ffn.linear1.state_dict())
             theirs.linear2.load_state_dict(ours.ffn.linear2.state_dict())
             theirs.norm1.load_state_dict(ours.norm1.state_dict())
             theirs.norm2.load_state_dict(ours.norm2.state_dict())
         for ours, theirs in zip(model.decoder.blocks, torch_decoder.layers):
-            for a, b in ((ours.self_attn, theirs.self_attn), (ours.cross_attn, theirs.multihead_attn)):
+            for a, b in (
+                (ours.self_attn, theirs.self_attn),
+                (ours.cross_attn, theirs.multihead_attn),
+            ):
                 b.in_proj_weight.copy_(a.in_proj_weight)
                 b.in_proj_bias.copy_(a.in_proj_bias)
                 b.out_proj.load_state_dict(a.out_proj.state_dict())
             theirs.linear1.load_state_dict(ours.ffn.linear1.state_dict())
             theirs.linear2.load_state_dict(ours.ffn.linear2.state_dict())
             for i in (1, 2, 3):
-                getattr(theirs, f"norm{i}").load_state_dict(getattr(ours, f"norm{i}").state_dict())
-        memory = torch_encoder(model.encoder.embed(src), src_key_padding_mask=~keep)
-        hidden = torch_decoder(model.embed_target(tgt_in), memory, tgt_mask=~causal_mask(6),
-                               memory_key_padding_mask=~keep)
+                getattr(theirs, f"norm{i}").load_state_dict(
+                    getattr(ours, f"norm{i}").state_dict()
+                )
+        memory = torch_encoder(
+            model.encoder.embed(src), src_key_padding_mask=~keep
+        )
+        hidden = torch_decoder(
+            model.embed_target(tgt_in),
+            memory,
+            tgt_mask=~causal_mask(6),
+            memory_key_padding_mask=~keep,
+        )
         reference = model.output(hidden)
         ours = model(src, lengths, tgt_in)
     assert (ours - reference).abs().max().item() < 1e-5
@@ -178,13 +300,19 @@ def test_encoder_decoder_equals_torch_layers_with_the_same_weights():
 def test_teacher_forcing_equals_step_by_step_decoding():
     model = small_model(3)
     src, lengths = source(3)
-    tgt_in = torch.randint(3, 15, (4, 8), generator=torch.Generator().manual_seed(4))
+    tgt_in = torch.randint(
+        3, 15, (4, 8), generator=torch.Generator().manual_seed(4)
+    )
     with torch.no_grad():
         memory, mask = model.encode(src, lengths)
         all_at_once = model.decode(tgt_in, memory, mask)
-        for t in range(1, 9):  # the prefix of length t alone predicts position t
+        for t in range(
+            1, 9
+        ):  # the prefix of length t alone predicts position t
             prefix = model.decode(tgt_in[:, :t], memory, mask)
-            assert torch.allclose(prefix[:, -1], all_at_once[:, t - 1], atol=1e-5)
+            assert torch.allclose(
+                prefix[:, -1], all_at_once[:, t - 1], atol=1e-5
+            )
 
 
 def test_cached_steps_equal_the_full_forward():
@@ -193,37 +321,63 @@ def test_cached_steps_equal_the_full_forward():
     x, memory, keep = batch(6, B=2, n=6, n_src=7, E=32, lengths=(7, 3))
     mask = keep[:, None, None, :]
     with torch.no_grad():
-        full, self_w, cross_w = block(x, memory, causal_mask(6), mask, return_weights=True)
+        full, self_w, cross_w = block(
+            x, memory, causal_mask(6), mask, return_weights=True
+        )
         cache, kv = {}, block.memory_keys_values(memory)
         for t in range(6):
-            y, s, c = block.step(x[:, t:t + 1], cache, kv, mask)
+            y, s, c = block.step(x[:, t : t + 1], cache, kv, mask)
             assert cache["keys"].shape == (2, 4, t + 1, 8)
             assert torch.allclose(y[:, 0], full[:, t], atol=1e-5)
-            assert torch.allclose(s[:, :, 0], self_w[:, :, t, : t + 1], atol=1e-6)
+            assert torch.allclose(
+                s[:, :, 0], self_w[:, :, t, : t + 1], atol=1e-6
+            )
             assert torch.allclose(c[:, :, 0], cross_w[:, :, t], atol=1e-6)
 
 
 def test_cached_step_refuses_a_padding_mask_that_would_broadcast_against_the_heads():
-    model = small_model(5)  # 4 heads: a batch of 4 would silently give sequence j's padding to head j
+    model = small_model(
+        5
+    )  # 4 heads: a batch of 4 would silently give sequence j's padding to head j
     block = model.decoder.blocks[0]
     x, memory, keep = batch(6, B=4, n=1, n_src=7, E=32, lengths=(7, 3, 5, 6))
     with torch.no_grad():
         kv = block.memory_keys_values(memory)
         with pytest.raises(ValueError, match="memory_mask"):
             block.step(x, {}, kv, keep[:, None, :])  # (B, 1, n_src)
-        y, _, c = block.step(x, {}, kv, keep[:, None, None, :])  # (B, 1, 1, n_src) is the right shape
-    assert c[1, :, 0, 3:].abs().max() == 0  # sequence 2 has 3 real source positions
+        y, _, c = block.step(
+            x, {}, kv, keep[:, None, None, :]
+        )  # (B, 1, 1, n_src) is the right shape
+    assert (
+        c[1, :, 0, 3:].abs().max() == 0
+    )  # sequence 2 has 3 real source positions
 
 
 @pytest.mark.parametrize("seed,max_len", [(0, 5), (1, 17), (2, 30), (3, 40)])
 def test_generation_is_identical_with_and_without_the_cache(seed, max_len):
     model = small_model(seed)
     src, lengths = source(seed + 20)
-    cached, w_cached = model.generate(src, lengths, max_len, use_cache=True, stop_at_eos=False, return_weights=True)
-    plain, w_plain = model.generate(src, lengths, max_len, use_cache=False, stop_at_eos=False, return_weights=True)
+    cached, w_cached = model.generate(
+        src,
+        lengths,
+        max_len,
+        use_cache=True,
+        stop_at_eos=False,
+        return_weights=True,
+    )
+    plain, w_plain = model.generate(
+        src,
+        lengths,
+        max_len,
+        use_cache=False,
+        stop_at_eos=False,
+        return_weights=True,
+    )
     assert cached.shape == (4, max_len)
     assert torch.equal(cached, plain)
-    assert len(set(cached.flatten().tolist())) >= 3  # a non-trivial output, not one repeated token
+    assert (
+        len(set(cached.flatten().tolist())) >= 3
+    )  # a non-trivial output, not one repeated token
     assert torch.allclose(w_cached, w_plain, atol=1e-5)
 
 
@@ -240,7 +394,9 @@ def test_greedy_generation_picks_the_argmax_of_teacher_forced_logits():
 def test_generation_stops_at_eos_and_pads_finished_sequences_with_eos():
     model = small_model(8)
     with torch.no_grad():
-        model.output.bias[model.eos] += 1e3  # EOS always wins: one step, then stop
+        model.output.bias[model.eos] += (
+            1e3  # EOS always wins: one step, then stop
+        )
     src, lengths = source(8)
     tokens = model.generate(src, lengths, 10)
     assert tokens.tolist() == [[model.eos]] * 4
@@ -248,9 +404,17 @@ def test_generation_stops_at_eos_and_pads_finished_sequences_with_eos():
 
 # -- the explorer's view, on an untrained date model (fast, no shipped weights needed) --------
 
+
 def test_decoder_view_reports_the_chosen_steps_cross_attention_row():
-    from attnbook.tasks.date_transformer import DateTransformer, build_date_transformer
-    from attnbook.widgets.decoder import decoder_view, plot_decoder, update_decoder_figure
+    from attnbook.tasks.date_transformer import (
+        DateTransformer,
+        build_date_transformer,
+    )
+    from attnbook.widgets.decoder import (
+        decoder_view,
+        plot_decoder,
+        update_decoder_figure,
+    )
 
     translator = DateTransformer(build_date_transformer(seed=0))
     text = "3 May 1999"
@@ -263,23 +427,36 @@ def test_decoder_view_reports_the_chosen_steps_cross_attention_row():
     assert view["top"] == (weights[1, :, 1].argmax(-1) + 1).tolist()
     with pytest.raises(ValueError):
         decoder_view(translator, text, step=view["num_steps"] + 1)
-    assert decoder_view(translator, text, step=99, clamp=True)["step"] == view["num_steps"]
+    assert (
+        decoder_view(translator, text, step=99, clamp=True)["step"]
+        == view["num_steps"]
+    )
     with pytest.raises(ValueError):
         decoder_view(translator, text, layer=2)
-    fig = plot_decoder(decoder_view(translator, text, step=2, layer=1, width=12))
+    fig = plot_decoder(
+        decoder_view(translator, text, step=2, layer=1, width=12)
+    )
     (ax,) = fig.axes
     assert [t.get_text() for t in ax.texts] == list(text) + ["", ""]
     image = ax.images[0].get_array()
     assert image.shape == (4, 12) and (image[:, 10:] == 0).all()
-    assert torch.allclose(torch.as_tensor(image[:, :10]), view["weights"].double(), atol=1e-7)
+    assert torch.allclose(
+        torch.as_tensor(image[:, :10]), view["weights"].double(), atol=1e-7
+    )
     other = decoder_view(translator, "1999-5-3", step=1, layer=0)
     changed = update_decoder_figure(fig, other)
-    assert ax.images[0] in changed and [t.get_text() for t in ax.texts] == list("1999-5-3") + [""] * 4
+    assert (
+        ax.images[0] in changed
+        and [t.get_text() for t in ax.texts] == list("1999-5-3") + [""] * 4
+    )
     with pytest.raises(ValueError, match="at most 12"):
-        update_decoder_figure(fig, decoder_view(translator, "Monday, May 3, 1999"))
+        update_decoder_figure(
+            fig, decoder_view(translator, "Monday, May 3, 1999")
+        )
 
 
 # -- the shipped, trained date Transformer ------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def pretrained():
@@ -292,9 +469,14 @@ def test_pretrained_file_is_small_and_pinned():
     from importlib import resources
 
     from attnbook._weights import sha256_of
-    from attnbook.tasks.date_transformer import DATE_TRANSFORMER_FILE, DATE_TRANSFORMER_SHA256
+    from attnbook.tasks.date_transformer import (
+        DATE_TRANSFORMER_FILE,
+        DATE_TRANSFORMER_SHA256,
+    )
 
-    data = (resources.files("attnbook") / "data" / DATE_TRANSFORMER_FILE).read_bytes()
+    data = (
+        resources.files("attnbook") / "data" / DATE_TRANSFORMER_FILE
+    ).read_bytes()
     assert len(data) <= 1_000_000
     assert sha256_of(data) == DATE_TRANSFORMER_SHA256
 
@@ -314,10 +496,14 @@ def test_pretrained_reads_fresh_dates(pretrained):
 
     translator, info = pretrained
     assert info["recipe"]["seed"] != 2027 and info["eval_seed"] != 2027
-    sources, targets = random_date_pairs(600, torch.Generator().manual_seed(2027))  # a seed training never used
+    sources, targets = random_date_pairs(
+        600, torch.Generator().manual_seed(2027)
+    )  # a seed training never used
     outputs = translator.translate(sources)
     accuracy = sum(o == t for o, t in zip(outputs, targets)) / len(targets)
-    assert accuracy >= 0.995, [(s, o, t) for s, o, t in zip(sources, outputs, targets) if o != t]
+    assert accuracy >= 0.995, [
+        (s, o, t) for s, o, t in zip(sources, outputs, targets) if o != t
+    ]
 
 
 def test_pretrained_translates_every_form_and_refuses_bad_input(pretrained):
@@ -325,8 +511,15 @@ def test_pretrained_translates_every_form_and_refuses_bad_input(pretrained):
 
     translator, _ = pretrained
     assert translator.translate(list(FORMS)) == ["1999-05-03"] * len(FORMS)
-    outputs, weights = translator.translate(["Monday, May 3, 1999"], return_weights=True)
-    assert weights[0].shape == (2, 4, 11, 19)  # layers, heads, 10 characters + EOS, source characters
+    outputs, weights = translator.translate(
+        ["Monday, May 3, 1999"], return_weights=True
+    )
+    assert weights[0].shape == (
+        2,
+        4,
+        11,
+        19,
+    )  # layers, heads, 10 characters + EOS, source characters
     assert torch.allclose(weights[0].sum(-1), torch.ones(2, 4, 11), atol=1e-5)
     for bad in ([""], ["3 May 1999 \u00e9"], ["x" * 33]):
         with pytest.raises(ValueError):

@@ -7,8 +7,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from attnbook.experiments.complexity import longest_path  # noqa: E402
 from attnbook.display.diagrams import draw_connectivity, draw_encoder_block  # noqa: E402
+from attnbook.experiments.complexity import longest_path  # noqa: E402
 
 
 def _texts(fig):
@@ -32,7 +32,9 @@ def test_connectivity_paths_have_the_lengths_of_longest_path(n, kernel_size):
     assert len(sa.lines) == n * n
     # Each CNN node reads the kernel_size nodes below it ('same' padding drops the ones off the edge).
     reach = (kernel_size - 1) // 2
-    per_layer = sum(min(n, i + reach) - max(1, i - reach) + 1 for i in range(1, n + 1))
+    per_layer = sum(
+        min(n, i + reach) - max(1, i - reach) + 1 for i in range(1, n + 1)
+    )
     assert len(cnn.lines) == per_layer * paths["CNN"]
     labels = _texts(fig)
     for i in range(1, n + 1):
@@ -54,20 +56,42 @@ def test_encoder_block_shows_every_stage_in_order(placement):
     (ax,) = fig.axes
     texts = [t for t in ax.texts]
     labels = [t.get_text() for t in texts]
-    for label in ("embedding lookup", "multi-head self-attention", "feed-forward network", "$\\times N$",
-                  "token ids $(B, n)$", "padding mask\n$(B, 1, 1, n)$"):
+    for label in (
+        "embedding lookup",
+        "multi-head self-attention",
+        "feed-forward network",
+        "$\\times N$",
+        "token ids $(B, n)$",
+        "padding mask\n$(B, 1, 1, n)$",
+    ):
         assert label in labels
     height = {t.get_text(): t.get_position()[1] for t in texts}
     # Bottom up: ids, embedding, attention, FFN, output.
-    order = ["token ids $(B, n)$", "embedding lookup", "multi-head self-attention", "feed-forward network",
-             "hidden states $(B, n, d_{\\mathrm{model}})$"]
-    assert [height[label] for label in order] == sorted(height[label] for label in order)
+    order = [
+        "token ids $(B, n)$",
+        "embedding lookup",
+        "multi-head self-attention",
+        "feed-forward network",
+        "hidden states $(B, n, d_{\\mathrm{model}})$",
+    ]
+    assert [height[label] for label in order] == sorted(
+        height[label] for label in order
+    )
     if placement == "post-LN":
-        assert labels.count("add & norm") == 2 and "final LayerNorm" not in labels
+        assert (
+            labels.count("add & norm") == 2 and "final LayerNorm" not in labels
+        )
     else:
         assert labels.count("LayerNorm") == 2 and "final LayerNorm" in labels
-        norms = sorted(t.get_position()[1] for t in texts if t.get_text() == "LayerNorm")
-        assert norms[0] < height["multi-head self-attention"] < norms[1] < height["feed-forward network"]
+        norms = sorted(
+            t.get_position()[1] for t in texts if t.get_text() == "LayerNorm"
+        )
+        assert (
+            norms[0]
+            < height["multi-head self-attention"]
+            < norms[1]
+            < height["feed-forward network"]
+        )
     assert placement in ax.get_title()
     plt.close(fig)
 

@@ -19,7 +19,12 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from attnbook.display.figures import BOOK_COLUMN_PX, MIN_TEXT_PX, sharp_png, smallest_text_px  # noqa: E402
+from attnbook.display.figures import (
+    BOOK_COLUMN_PX,
+    MIN_TEXT_PX,
+    sharp_png,
+    smallest_text_px,
+)  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = Path(os.environ.get("ATTNBOOK_NOTEBOOKS", ROOT / "book"))
@@ -38,7 +43,9 @@ def full_axes_figure(width_in, height_in, dpi, fontsize):
     fig = plt.figure(figsize=(width_in, height_in), dpi=dpi)
     ax = fig.add_axes((0, 0, 1, 1))
     ax.set_axis_off()
-    ax.add_patch(plt.Rectangle((0, 0), 1, 1, color="0.9", transform=ax.transAxes))
+    ax.add_patch(
+        plt.Rectangle((0, 0), 1, 1, color="0.9", transform=ax.transAxes)
+    )
     ax.text(0.5, 0.5, "text", fontsize=fontsize, ha="center", va="center")
     return fig
 
@@ -51,10 +58,18 @@ def test_png_is_twice_the_size_it_is_shown_at():
     png, metadata = sharp_png(fig)
     width, height = png_size(png)
     # 3.2 x 2.2 in (0.1 in padding) at 100 CSS px per inch: 320 x 220 at 1x, 640 x 440 pixels.
-    assert (metadata["width"], metadata["height"]) == (pytest.approx(320, abs=1), pytest.approx(220, abs=1))
-    assert abs(width - 2 * metadata["width"]) <= 1 and abs(height - 2 * metadata["height"]) <= 1
+    assert (metadata["width"], metadata["height"]) == (
+        pytest.approx(320, abs=1),
+        pytest.approx(220, abs=1),
+    )
+    assert (
+        abs(width - 2 * metadata["width"]) <= 1
+        and abs(height - 2 * metadata["height"]) <= 1
+    )
     # 10 pt at 100 px per inch is 10 / 72 * 100 = 13.89 px.
-    assert metadata["attnbook"]["smallest_text_px"] == pytest.approx(10 / 72 * 100, abs=0.01)
+    assert metadata["attnbook"]["smallest_text_px"] == pytest.approx(
+        10 / 72 * 100, abs=0.01
+    )
     json.dumps(metadata)  # stored in the notebook
     plt.close(fig)
 
@@ -64,11 +79,16 @@ def test_wide_figure_is_drawn_one_column_wide():
     png, metadata = sharp_png(fig)
     width, height = png_size(png)
     assert metadata["width"] == BOOK_COLUMN_PX == 672
-    assert abs(width - 2 * BOOK_COLUMN_PX) <= 1 and abs(height - 2 * metadata["height"]) <= 1
+    assert (
+        abs(width - 2 * BOOK_COLUMN_PX) <= 1
+        and abs(height - 2 * metadata["height"]) <= 1
+    )
     # 10.2 in shown 672 px wide: 672 / 10.2 = 65.9 px per inch, so 6 pt is 6 / 72 * 65.9 = 5.49 px
     # and the height 3.2 in is 211 px.
     assert metadata["height"] == pytest.approx(3.2 * 672 / 10.2, abs=1)
-    assert metadata["attnbook"]["smallest_text_px"] == pytest.approx(6 / 72 * 672 / 10.2, abs=0.02)
+    assert metadata["attnbook"]["smallest_text_px"] == pytest.approx(
+        6 / 72 * 672 / 10.2, abs=0.02
+    )
     assert metadata["attnbook"]["smallest_text_px"] < MIN_TEXT_PX
     plt.close(fig)
 
@@ -122,34 +142,60 @@ def stored_figures(path: Path):
     for index, cell in enumerate(notebook["cells"]):
         if cell["cell_type"] != "code":
             continue
-        name = cell["metadata"].get("mystnb", {}).get("figure", {}).get("name", "no caption name")
+        name = (
+            cell["metadata"]
+            .get("mystnb", {})
+            .get("figure", {})
+            .get("name", "no caption name")
+        )
         for output in cell.get("outputs", []):
             if "image/png" in output.get("data", {}):
                 where = f"{path.name} cell {index} ({name})"
                 png = base64.b64decode(output["data"]["image/png"])
-                yield where, png, output.get("metadata", {}).get("image/png", {})
+                yield (
+                    where,
+                    png,
+                    output.get("metadata", {}).get("image/png", {}),
+                )
 
 
 def test_there_are_chapter_notebooks():
-    assert len(chapter_notebooks()) >= 11, f"chapter notebooks missing in {NOTEBOOKS}"
+    assert len(chapter_notebooks()) >= 11, (
+        f"chapter notebooks missing in {NOTEBOOKS}"
+    )
 
 
-@pytest.mark.parametrize("path", chapter_notebooks(), ids=lambda path: path.stem)
+@pytest.mark.parametrize(
+    "path", chapter_notebooks(), ids=lambda path: path.stem
+)
 def test_stored_figures_are_sharp_and_legible(path):
     problems = []
     figures = list(stored_figures(path))
     for where, png, metadata in figures:
         if "width" not in metadata or "height" not in metadata:
-            problems.append(f"{where}: no width/height output metadata (run the chapter with sharp_figures())")
+            problems.append(
+                f"{where}: no width/height output metadata (run the chapter with sharp_figures())"
+            )
             continue
         width, height = png_size(png)
-        if abs(width - 2 * metadata["width"]) > 1 or abs(height - 2 * metadata["height"]) > 1:
-            problems.append(f"{where}: PNG {width}x{height} is not 2x {metadata['width']}x{metadata['height']}")
+        if (
+            abs(width - 2 * metadata["width"]) > 1
+            or abs(height - 2 * metadata["height"]) > 1
+        ):
+            problems.append(
+                f"{where}: PNG {width}x{height} is not 2x {metadata['width']}x{metadata['height']}"
+            )
         if metadata["width"] > BOOK_COLUMN_PX:
-            problems.append(f"{where}: {metadata['width']} px wide, wider than the {BOOK_COLUMN_PX} px column")
+            problems.append(
+                f"{where}: {metadata['width']} px wide, wider than the {BOOK_COLUMN_PX} px column"
+            )
         text = metadata.get("attnbook", {}).get("smallest_text_px", "missing")
         if text == "missing":
-            problems.append(f"{where}: no attnbook.smallest_text_px in its metadata")
+            problems.append(
+                f"{where}: no attnbook.smallest_text_px in its metadata"
+            )
         elif text is not None and text < MIN_TEXT_PX:
-            problems.append(f"{where}: smallest text {text} px < {MIN_TEXT_PX} px")
+            problems.append(
+                f"{where}: smallest text {text} px < {MIN_TEXT_PX} px"
+            )
     assert problems == [], "\n".join(problems)

@@ -20,7 +20,12 @@ from PIL import Image  # noqa: E402
 
 from attnbook.display.figures import BOOK_COLUMN_PX, MIN_TEXT_PX  # noqa: E402
 from attnbook.widgets import _frames  # noqa: E402
-from attnbook.widgets._frames import Choices, FrameGrid, frame_explorer, grid_size  # noqa: E402
+from attnbook.widgets._frames import (
+    Choices,
+    FrameGrid,
+    frame_explorer,
+    grid_size,
+)  # noqa: E402
 from attnbook.widgets._live import EXPLORER_DPI  # noqa: E402
 
 
@@ -43,27 +48,40 @@ def toy_update(fig, view: dict) -> list:
     (line,) = ax.lines
     line.set_data([0, 1], [view["shift"], view["shift"] + view["slope"]])
     line.set_linestyle("-" if view["kind"] == "line" else ":")
-    ax.title.set_text(f"slope {view['slope']:g}, shift {view['shift']}, {view['kind']}")
+    ax.title.set_text(
+        f"slope {view['slope']:g}, shift {view['shift']}, {view['kind']}"
+    )
     return [line, ax.title]
 
 
 GRID = {
     "slope": Choices("slope", [-2.0, 0.0, 1.5], value=0.0),
-    "shift": Choices("shift", {-2.0: [0, 1], 0.0: [0, 1, 2], 1.5: [3]}, depends_on="slope"),
+    "shift": Choices(
+        "shift", {-2.0: [0, 1], 0.0: [0, 1, 2], 1.5: [3]}, depends_on="slope"
+    ),
     "kind": Choices("kind", ["line", "dots"], kind="buttons"),
 }
 
 
 def rgb(png: bytes) -> np.ndarray:
-    return np.asarray(Image.open(io.BytesIO(png)).convert("RGBA"), dtype=np.int16)
+    return np.asarray(
+        Image.open(io.BytesIO(png)).convert("RGBA"), dtype=np.int16
+    )
 
 
 def test_the_grid_walks_every_combination_with_dependent_options():
     combos = list(_frames.grid_combinations(GRID))
     assert grid_size(GRID) == len(combos) == (2 + 3 + 1) * 2
-    assert combos[0] == ((0, 0, 0), {"slope": -2.0, "shift": 0, "kind": "line"})
+    assert combos[0] == (
+        (0, 0, 0),
+        {"slope": -2.0, "shift": 0, "kind": "line"},
+    )
     assert ((2, 0, 1), {"slope": 1.5, "shift": 3, "kind": "dots"}) in combos
-    assert _frames.first_values(GRID) == {"slope": 0.0, "shift": 0, "kind": "line"}
+    assert _frames.first_values(GRID) == {
+        "slope": 0.0,
+        "shift": 0,
+        "kind": "line",
+    }
 
 
 def _follow(stack, indices):
@@ -91,7 +109,9 @@ def test_every_combination_reaches_its_frame_and_every_stack_is_linked():
         targets.setdefault(id(target), []).append(source)
 
     def stacks(node, depth=0):
-        if isinstance(node, widgets.Stack) and isinstance(node.children[0], (widgets.Stack, widgets.Image)):
+        if isinstance(node, widgets.Stack) and isinstance(
+            node.children[0], (widgets.Stack, widgets.Image)
+        ):
             yield node, depth
             for child in node.children:
                 yield from stacks(child, depth + 1)
@@ -101,13 +121,17 @@ def test_every_combination_reaches_its_frame_and_every_stack_is_linked():
         (source,) = targets[id(node)]
         assert source.description == list(GRID.values())[depth].description
         checked += 1
-    assert checked == 1 + 3 + (2 + 3 + 1)  # slope; shift under each slope; kind under each shift
+    assert checked == 1 + 3 + (
+        2 + 3 + 1
+    )  # slope; shift under each slope; kind under each shift
     # The dependent control is one slider per slope, in a Stack the slope control selects.
     slope, shifts, kind = row.children
     assert isinstance(shifts, widgets.Stack) and len(shifts.children) == 3
     assert [len(s.options) for s in shifts.children] == [2, 3, 1]
     assert isinstance(kind, widgets.ToggleButtons)
-    assert slope.index == 1 and stack.selected_index == 1  # value=0.0 is shown first
+    assert (
+        slope.index == 1 and stack.selected_index == 1
+    )  # value=0.0 is shown first
 
 
 def test_a_frame_equals_a_full_draw_at_twice_the_size():
@@ -127,7 +151,9 @@ def test_a_frame_equals_a_full_draw_at_twice_the_size():
 
 def test_a_figure_wider_than_the_column_is_shown_at_the_column_width():
     wide = {"slope": Choices("slope", [1.0]), "shift": Choices("shift", [0])}
-    grid = FrameGrid(wide, toy_view, lambda view: toy_plot(view, width=12.0), toy_update)
+    grid = FrameGrid(
+        wide, toy_view, lambda view: toy_plot(view, width=12.0), toy_update
+    )
     png, width, height = grid.frame({"slope": 1.0, "shift": 0})
     assert width == BOOK_COLUMN_PX and rgb(png).shape[1] == 2 * BOOK_COLUMN_PX
     # 10-pt tick labels on a 12-inch figure shown 672 px wide: 10/72 * 672/12 = 7.8 px, too small.
@@ -141,8 +167,13 @@ def test_bad_grids_are_refused_with_their_names():
         Choices("x", [1], kind="wheel")
     with pytest.raises(ValueError, match="at least one"):
         Choices("x", [])
-    later = {"a": Choices("a", {1: [1]}, depends_on="b"), "b": Choices("b", [1])}
-    with pytest.raises(ValueError, match="'a' may depend only on an earlier control"):
+    later = {
+        "a": Choices("a", {1: [1]}, depends_on="b"),
+        "b": Choices("b", [1]),
+    }
+    with pytest.raises(
+        ValueError, match="'a' may depend only on an earlier control"
+    ):
         FrameGrid(later, lambda a, b: {}, toy_plot, toy_update)
 
 

@@ -5,18 +5,30 @@ import math
 import pytest
 import torch
 
-from attnbook import gaussian_scores, nadaraya_watson, regression_data, regression_target
+from attnbook import (
+    gaussian_scores,
+    nadaraya_watson,
+    regression_data,
+    regression_target,
+)
 
 
 def test_weights_and_predictions_equal_the_kernel_formula_elementwise():
     x_train, y_train, x_test, _ = regression_data(n_train=12, n_test=7, seed=3)
     bandwidth = 0.4
-    predictions, weights = nadaraya_watson(x_test.double(), x_train.double(), y_train.double(), bandwidth)
+    predictions, weights = nadaraya_watson(
+        x_test.double(), x_train.double(), y_train.double(), bandwidth
+    )
     for i, x in enumerate(x_test.tolist()):
-        kernel = [math.exp(-((x - xi) ** 2) / (2 * bandwidth**2)) for xi in x_train.tolist()]
+        kernel = [
+            math.exp(-((x - xi) ** 2) / (2 * bandwidth**2))
+            for xi in x_train.tolist()
+        ]
         total = sum(kernel)
         for j in range(len(kernel)):
-            assert weights[i, j].item() == pytest.approx(kernel[j] / total, rel=1e-6)
+            assert weights[i, j].item() == pytest.approx(
+                kernel[j] / total, rel=1e-6
+            )
         expected = sum(k * y for k, y in zip(kernel, y_train.tolist())) / total
         assert predictions[i].item() == pytest.approx(expected, rel=1e-5)
 
@@ -24,15 +36,21 @@ def test_weights_and_predictions_equal_the_kernel_formula_elementwise():
 def test_weights_equal_torch_softmax_of_gaussian_scores():
     query, key = torch.linspace(0, 1, 5), torch.linspace(-1, 2, 9)
     _, weights = nadaraya_watson(query, key, torch.zeros(9), bandwidth=0.7)
-    expected = torch.softmax(-((query[:, None] - key[None, :]) ** 2) / (2 * 0.49), dim=-1)
+    expected = torch.softmax(
+        -((query[:, None] - key[None, :]) ** 2) / (2 * 0.49), dim=-1
+    )
     torch.testing.assert_close(weights, expected)
-    torch.testing.assert_close(gaussian_scores(query, key, 0.7), -((query[:, None] - key) ** 2) / 0.98)
+    torch.testing.assert_close(
+        gaussian_scores(query, key, 0.7), -((query[:, None] - key) ** 2) / 0.98
+    )
 
 
 def test_rows_sum_to_one_and_vector_values_work():
     x_train, y_train, x_test, _ = regression_data(n_train=20, n_test=10)
     values = torch.stack([y_train, 2 * y_train], dim=1)
-    predictions, weights = nadaraya_watson(x_test, x_train, values, bandwidth=0.5)
+    predictions, weights = nadaraya_watson(
+        x_test, x_train, values, bandwidth=0.5
+    )
     torch.testing.assert_close(weights.sum(dim=1), torch.ones(10))
     torch.testing.assert_close(predictions[:, 1], 2 * predictions[:, 0])
 
@@ -40,7 +58,9 @@ def test_rows_sum_to_one_and_vector_values_work():
 def test_bandwidth_limits():
     x_train, y_train, x_test, _ = regression_data(n_train=30, n_test=10)
     wide, _ = nadaraya_watson(x_test, x_train, y_train, bandwidth=1e4)
-    torch.testing.assert_close(wide, y_train.mean().expand(10), atol=1e-4, rtol=0)
+    torch.testing.assert_close(
+        wide, y_train.mean().expand(10), atol=1e-4, rtol=0
+    )
     narrow, _ = nadaraya_watson(x_train, x_train, y_train, bandwidth=1e-4)
     torch.testing.assert_close(narrow, y_train)
 

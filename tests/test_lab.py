@@ -25,9 +25,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
 from conftest import ROOT, SCREENSHOTS, venv_bin
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 pytestmark = pytest.mark.lab
 
@@ -39,7 +38,9 @@ LAB_CONFIG = ROOT / "lab" / "jupyter_lab_config.py"
 RUN_TIMEOUT_MS = 240_000
 # MyST source that must not be visible in a rendered markdown cell.
 # A role stays visible as "{numref}" even where plain Markdown turns its `target` into code.
-RAW_MYST = re.compile(r"\{(?:numref|ref|doc|cite|term|eq|glossary|download)\}|:::\{|```\{")
+RAW_MYST = re.compile(
+    r"\{(?:numref|ref|doc|cite|term|eq|glossary|download)\}|:::\{|```\{"
+)
 HIDE_TAGS = ("hide-cell", "hide-input", "hide-output")
 
 MARKDOWN_RENDERED = r"""
@@ -141,33 +142,64 @@ def lab(tmp_path_factory):
     assert jupyter, "jupyter is not installed in the book's environment"
     home = tmp_path_factory.mktemp("lab")
     notebooks = home / "book"
-    shutil.copytree(BOOK, notebooks, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "_build"))
+    shutil.copytree(
+        BOOK,
+        notebooks,
+        ignore=shutil.ignore_patterns(".ipynb_checkpoints", "_build"),
+    )
     for chapter in CHAPTERS:
         shutil.copy(NOTEBOOKS / chapter, notebooks / chapter)
     token, port = secrets.token_hex(16), free_port()
     env = dict(os.environ)
-    for name in ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR"):
+    for name in (
+        "JUPYTER_CONFIG_DIR",
+        "JUPYTER_DATA_DIR",
+        "JUPYTER_RUNTIME_DIR",
+        "IPYTHONDIR",
+    ):
         env[name] = str(home / name.lower())
     # As `make lab`: trust the chapters (a signature in JUPYTER_DATA_DIR; the files do not change).
-    subprocess.run([jupyter, "trust", *CHAPTERS], cwd=notebooks, env=env, check=True, capture_output=True)
+    subprocess.run(
+        [jupyter, "trust", *CHAPTERS],
+        cwd=notebooks,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
     process = subprocess.Popen(
-        [jupyter, "lab", "--allow-root", "--no-browser", f"--config={LAB_CONFIG}", f"--IdentityProvider.token={token}",
-         "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
-         f"--ServerApp.root_dir={notebooks}", "--LabApp.expose_app_in_browser=True",
-         "--ContentsManager.allow_hidden=False"],
-        env=env, stdout=subprocess.DEVNULL, stderr=open(home / "lab.log", "w"),
+        [
+            jupyter,
+            "lab",
+            "--allow-root",
+            "--no-browser",
+            f"--config={LAB_CONFIG}",
+            f"--IdentityProvider.token={token}",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={port}",
+            "--ServerApp.port_retries=0",
+            f"--ServerApp.root_dir={notebooks}",
+            "--LabApp.expose_app_in_browser=True",
+            "--ContentsManager.allow_hidden=False",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=open(home / "lab.log", "w"),
     )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while True:
         try:
-            with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2) as response:
+            with urllib.request.urlopen(
+                f"{base}/api/status?token={token}", timeout=2
+            ) as response:
                 json.load(response)
                 break
         except OSError:
             if process.poll() is not None or time.monotonic() > deadline:
                 process.kill()
-                pytest.fail(f"JupyterLab did not start; log:\n{(home / 'lab.log').read_text()[-3000:]}")
+                pytest.fail(
+                    f"JupyterLab did not start; log:\n{(home / 'lab.log').read_text()[-3000:]}"
+                )
             time.sleep(0.3)
     yield base, token
     process.terminate()
@@ -177,19 +209,34 @@ def lab(tmp_path_factory):
         process.kill()
 
 
-def test_file_browser_shows_the_book_and_no_news_pop_up_and_back_matter_renders(lab, browser):
+def test_file_browser_shows_the_book_and_no_news_pop_up_and_back_matter_renders(
+    lab, browser
+):
     base, token = lab
     page = browser.new_page(viewport={"width": 1280, "height": 1000})
     page.goto(f"{base}/lab?reset&token={token}", wait_until="domcontentloaded")
-    page.wait_for_function("() => document.querySelectorAll('.jp-DirListing-itemName').length > 0", timeout=60_000)
-    page.wait_for_timeout(3000)  # the news question, when enabled, pops up within a second or two
-    names = page.evaluate("() => [...document.querySelectorAll('.jp-DirListing-itemName')].map(node => node.textContent)")
+    page.wait_for_function(
+        "() => document.querySelectorAll('.jp-DirListing-itemName').length > 0",
+        timeout=60_000,
+    )
+    page.wait_for_timeout(
+        3000
+    )  # the news question, when enabled, pops up within a second or two
+    names = page.evaluate(
+        "() => [...document.querySelectorAll('.jp-DirListing-itemName')].map(node => node.textContent)"
+    )
     assert sorted(names) == sorted(CHAPTERS + BACK_MATTER)
-    assert "_sphinx" not in names and not any(name.startswith("_") for name in names)
+    assert "_sphinx" not in names and not any(
+        name.startswith("_") for name in names
+    )
     body = page.evaluate("() => document.body.innerText")
     assert "Jupyter news" not in body
-    assert not page.evaluate("() => window.jupyterapp.isPluginActivated('@jupyterlab/apputils-extension:announcements')")
-    assert page.evaluate("() => window.jupyterapp.isPluginActivated('attnbook-lab:book-references')")
+    assert not page.evaluate(
+        "() => window.jupyterapp.isPluginActivated('@jupyterlab/apputils-extension:announcements')"
+    )
+    assert page.evaluate(
+        "() => window.jupyterapp.isPluginActivated('attnbook-lab:book-references')"
+    )
     shots = SCREENSHOTS / "lab"
     shots.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(shots / "file_browser.png"))
@@ -205,31 +252,47 @@ def test_file_browser_shows_the_book_and_no_news_pop_up_and_back_matter_renders(
                 f"""() => window.jupyterapp.shell.currentWidget.title.label === {json.dumps(name)}
                        && window.jupyterapp.shell.currentWidget.node.querySelector('.myst h1')
                        && !({links})().some(text => {json.dumps(stems)}.includes(text))""",
-                timeout=30_000)
+                timeout=30_000,
+            )
         except PlaywrightTimeout:
             pass  # the assertions below say what is missing
-        text = page.evaluate("() => (window.jupyterapp.shell.currentWidget.node.querySelector('.myst') || {}).textContent")
+        text = page.evaluate(
+            "() => (window.jupyterapp.shell.currentWidget.node.querySelector('.myst') || {}).textContent"
+        )
         assert text, f"{name}: not rendered by jupyterlab-myst"
-        assert RAW_MYST.findall(text) == [], f"{name}: raw MyST in JupyterLab's preview"
+        assert RAW_MYST.findall(text) == [], (
+            f"{name}: raw MyST in JupyterLab's preview"
+        )
         shown = page.evaluate(links)
-        assert not set(shown) & set(stems), f"{name}: links shown as file names: {shown}"
+        assert not set(shown) & set(stems), (
+            f"{name}: links shown as file names: {shown}"
+        )
     page.close()
 
 
 def figure_names(chapter: str) -> list:
     """The chapter's figures in order: the names in their cells' mystnb.figure metadata."""
     nb = json.loads((NOTEBOOKS / chapter).read_text())
-    return [cell["metadata"]["mystnb"]["figure"]["name"] for cell in nb["cells"]
-            if cell["cell_type"] == "code" and "name" in cell["metadata"].get("mystnb", {}).get("figure", {})]
+    return [
+        cell["metadata"]["mystnb"]["figure"]["name"]
+        for cell in nb["cells"]
+        if cell["cell_type"] == "code"
+        and "name" in cell["metadata"].get("mystnb", {}).get("figure", {})
+    ]
 
 
 def expected_figure_refs(chapter: str) -> list:
     """The chapter's {numref} roles in order, as the HTML book numbers them: "Fig. C.k"."""
     nb = json.loads((NOTEBOOKS / chapter).read_text())
     names = figure_names(chapter)
-    return [f"Fig. {int(chapter[:2])}.{names.index(label) + 1}"
-            for cell in nb["cells"] if cell["cell_type"] == "markdown"
-            for label in re.findall(r"\{numref\}`([^`]+)`", "".join(cell["source"]))]
+    return [
+        f"Fig. {int(chapter[:2])}.{names.index(label) + 1}"
+        for cell in nb["cells"]
+        if cell["cell_type"] == "markdown"
+        for label in re.findall(
+            r"\{numref\}`([^`]+)`", "".join(cell["source"])
+        )
+    ]
 
 
 def check_markdown_before_run(page, chapter: str, shots: Path):
@@ -239,23 +302,46 @@ def check_markdown_before_run(page, chapter: str, shots: Path):
     except PlaywrightTimeout:
         pass  # the assertions below say what is missing
     state = page.evaluate(MARKDOWN_STATE)
-    assert None not in state["texts"], f"{chapter}: markdown cells not rendered by jupyterlab-myst"
-    raw = [match.group(0) + " in: " + text[max(0, match.start() - 40): match.end() + 40]
-           for text in state["texts"] for match in RAW_MYST.finditer(text)]
+    assert None not in state["texts"], (
+        f"{chapter}: markdown cells not rendered by jupyterlab-myst"
+    )
+    raw = [
+        match.group(0)
+        + " in: "
+        + text[max(0, match.start() - 40) : match.end() + 40]
+        for text in state["texts"]
+        for match in RAW_MYST.finditer(text)
+    ]
     assert raw == [], f"{chapter}: raw MyST in rendered markdown: {raw[:5]}"
-    assert state["unresolved"] == [], f"{chapter}: unresolved references shown as bare labels: {state['unresolved']}"
+    assert state["unresolved"] == [], (
+        f"{chapter}: unresolved references shown as bare labels: {state['unresolved']}"
+    )
     assert state["figureRefs"] == expected_figure_refs(chapter)
-    assert state["documentLinks"] and not any(re.fullmatch(r"\d\d_\w+", text) for text in state["documentLinks"]), \
+    assert state["documentLinks"] and not any(
+        re.fullmatch(r"\d\d_\w+", text) for text in state["documentLinks"]
+    ), (
         f"{chapter}: chapter links without their titles: {state['documentLinks']}"
-    assert state["dropdowns"] > 0 and state["openDropdowns"] == 0, f"{chapter}: solution dropdowns open: {state}"
-    assert state["hidden"] > 0 and state["openHidden"] == [], \
+    )
+    assert state["dropdowns"] > 0 and state["openDropdowns"] == 0, (
+        f"{chapter}: solution dropdowns open: {state}"
+    )
+    assert state["hidden"] > 0 and state["openHidden"] == [], (
         f"{chapter}: hide-cell cells shown open in JupyterLab (cells {state['openHidden']}); run tests/tools/collapse_solutions.py"
+    )
     page.wait_for_function(SAVED_EXPLORER_SHOWN, timeout=30_000)
 
     # One rendered cross-reference: the first figure reference, then a click on it shows the figure.
-    reference = page.locator(".jp-MarkdownCell .myst span.attnbook-ref[data-attnbook-ref=figure]").first
+    reference = page.locator(
+        ".jp-MarkdownCell .myst span.attnbook-ref[data-attnbook-ref=figure]"
+    ).first
     reference.scroll_into_view_if_needed()
-    cell = page.locator(".jp-MarkdownCell").filter(has=page.locator("span.attnbook-ref[data-attnbook-ref=figure]")).first
+    cell = (
+        page.locator(".jp-MarkdownCell")
+        .filter(
+            has=page.locator("span.attnbook-ref[data-attnbook-ref=figure]")
+        )
+        .first
+    )
     cell.screenshot(path=str(shots / f"{Path(chapter).stem}_reference.png"))
     text = reference.text_content()
     reference.click()
@@ -265,7 +351,9 @@ def check_markdown_before_run(page, chapter: str, shots: Path):
       return meta && meta.figure ? meta.figure.name : null;
     }""")
     assert re.fullmatch(rf"Fig\. {int(chapter[:2])}\.\d+", text), text
-    assert active == figure_names(chapter)[int(text.rsplit(".", 1)[1]) - 1], f"{chapter}: {text} showed {active}"
+    assert active == figure_names(chapter)[int(text.rsplit(".", 1)[1]) - 1], (
+        f"{chapter}: {text} showed {active}"
+    )
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
@@ -277,30 +365,45 @@ def test_chapter_runs_and_its_explorer_reacts(chapter, lab, browser):
     shots = SCREENSHOTS / "lab"
     shots.mkdir(parents=True, exist_ok=True)
     # ?reset: a fresh workspace, so earlier chapters' tabs are not restored next to this one.
-    page.goto(f"{base}/lab/tree/{chapter}?reset&token={token}", wait_until="domcontentloaded")
+    page.goto(
+        f"{base}/lab/tree/{chapter}?reset&token={token}",
+        wait_until="domcontentloaded",
+    )
     page.wait_for_function(
         "() => window.jupyterapp && window.jupyterapp.shell.currentWidget "
-        "&& window.jupyterapp.shell.currentWidget.sessionContext", timeout=60_000
+        "&& window.jupyterapp.shell.currentWidget.sessionContext",
+        timeout=60_000,
     )
     check_markdown_before_run(page, chapter, shots)
     page.evaluate(WAIT_FOR_RUN)
     deadline = time.monotonic() + RUN_TIMEOUT_MS / 1000
     while True:
         state = page.evaluate(RUN_STATE)
-        if state["errors"] or (state["pending"] == 0 and state["status"] == "idle"):
+        if state["errors"] or (
+            state["pending"] == 0 and state["status"] == "idle"
+        ):
             break
-        assert time.monotonic() < deadline, f"{chapter} did not finish running: {state}"
+        assert time.monotonic() < deadline, (
+            f"{chapter} did not finish running: {state}"
+        )
         page.wait_for_timeout(500)
     assert state["errors"] == [], f"{chapter} raised: {state['errors']}"
 
-    page.wait_for_function(f"() => ({FIRST_WIDGET_OUTPUT})() !== null", timeout=30_000)
+    page.wait_for_function(
+        f"() => ({FIRST_WIDGET_OUTPUT})() !== null", timeout=30_000
+    )
     before = page.evaluate(FIRST_WIDGET_OUTPUT)
     handle = page.locator("[data-first-slider-handle=yes]")
     handle.scroll_into_view_if_needed()
     handle.focus()
     page.keyboard.press("ArrowRight")
-    page.wait_for_function(f"() => ({FIRST_WIDGET_OUTPUT})() !== {json.dumps(before)}", timeout=30_000)
+    page.wait_for_function(
+        f"() => ({FIRST_WIDGET_OUTPUT})() !== {json.dumps(before)}",
+        timeout=30_000,
+    )
     page.screenshot(path=str(shots / f"{Path(chapter).stem}.png"))
     page.evaluate(SHUT_DOWN)
     page.close()
-    assert page_errors == [], f"JavaScript errors in JupyterLab: {page_errors[:3]}"
+    assert page_errors == [], (
+        f"JavaScript errors in JupyterLab: {page_errors[:3]}"
+    )

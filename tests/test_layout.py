@@ -52,11 +52,17 @@ def imported_modules_of(source: str, path: Path) -> set:
     found = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            found |= {a.name for a in node.names if a.name.split(".")[0] == "attnbook"}
+            found |= {
+                a.name
+                for a in node.names
+                if a.name.split(".")[0] == "attnbook"
+            }
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package[: len(package) - node.level + 1]
-                target = ".".join(base + ([node.module] if node.module else []))
+                target = ".".join(
+                    base + ([node.module] if node.module else [])
+                )
             else:
                 target = node.module or ""
             if target.split(".")[0] != "attnbook":
@@ -99,7 +105,9 @@ def test_module_imports_only_its_layer_and_below(path):
 
 
 def test_every_module_is_in_a_layer():
-    tops = {p.relative_to(PACKAGE).parts[0].removesuffix(".py") for p in MODULES}
+    tops = {
+        p.relative_to(PACKAGE).parts[0].removesuffix(".py") for p in MODULES
+    }
     assert tops <= set(LAYERS), f"not in LAYERS: {sorted(tops - set(LAYERS))}"
 
 
@@ -128,7 +136,9 @@ def test_no_import_cycle():
     ids=lambda p: p.name,
 )
 def test_every_folder_says_what_lives_there(folder):
-    docstring = ast.get_docstring(ast.parse((folder / "__init__.py").read_text()))
+    docstring = ast.get_docstring(
+        ast.parse((folder / "__init__.py").read_text())
+    )
     assert docstring and len(docstring) > 80, f"{folder.name}/__init__.py"
     if folder != PACKAGE:
         assert "import" in docstring, f"{folder.name}: say what it may import"
@@ -139,4 +149,6 @@ def test_an_upward_import_is_caught():
     fake = PACKAGE / "core" / "attention.py"
     source = fake.read_text() + "\nfrom ..tasks.dates import iso\n"
     imports = imported_modules_of(source, fake)
-    assert upward("attnbook.core.attention", imports) == ["attnbook.tasks.dates"]
+    assert upward("attnbook.core.attention", imports) == [
+        "attnbook.tasks.dates"
+    ]

@@ -45,7 +45,9 @@ def test_text_is_the_source_without_trailing_newline():
     listing = show_source(double)
     assert isinstance(listing, Listing)
     assert repr(listing) == inspect.getsource(double).rstrip("\n")
-    assert repr(listing).startswith("def double(x):") and repr(listing).endswith("return 2 * x")
+    assert repr(listing).startswith("def double(x):") and repr(
+        listing
+    ).endswith("return 2 * x")
 
 
 def test_markdown_is_a_fenced_python_block():
@@ -60,22 +62,34 @@ def test_fence_is_longer_than_any_backticks_in_the_code():
 
 def test_method_is_dedented():
     text = repr(show_source(Counter.step))
-    assert text == textwrap.dedent(inspect.getsource(Counter.step)).rstrip("\n")
+    assert text == textwrap.dedent(inspect.getsource(Counter.step)).rstrip(
+        "\n"
+    )
     assert text.startswith("def step(self, by=1):\n    self.count += by")
 
 
 def test_class_property_and_staticmethod():
-    assert repr(show_source(Counter)).startswith('class Counter:\n    """Counts."""')
-    assert repr(show_source(Counter.doubled)).startswith("@property\ndef doubled(self):")
-    assert repr(show_source(Counter.__dict__["zero"])).startswith("@staticmethod\ndef zero():")
+    assert repr(show_source(Counter)).startswith(
+        'class Counter:\n    """Counts."""'
+    )
+    assert repr(show_source(Counter.doubled)).startswith(
+        "@property\ndef doubled(self):"
+    )
+    assert repr(show_source(Counter.__dict__["zero"])).startswith(
+        "@staticmethod\ndef zero():"
+    )
 
 
 def test_ipython_plain_text_is_the_source():
     pretty = pytest.importorskip("IPython.lib.pretty")
-    assert pretty.pretty(show_source(Counter.step)) == repr(show_source(Counter.step))
+    assert pretty.pretty(show_source(Counter.step)) == repr(
+        show_source(Counter.step)
+    )
 
 
 @pytest.mark.parametrize("obj", [3, "def f(): pass", len])
 def test_no_source_is_a_type_error_naming_the_argument(obj):
-    with pytest.raises(TypeError, match=r"show_source\(obj\): obj must be a function"):
+    with pytest.raises(
+        TypeError, match=r"show_source\(obj\): obj must be a function"
+    ):
         show_source(obj)

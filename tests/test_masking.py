@@ -11,18 +11,24 @@ DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 
 
 def random_scores(shape, seed=0, dtype=torch.float64):
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+    return torch.randn(
+        *shape, generator=torch.Generator().manual_seed(seed), dtype=dtype
+    )
 
 
 def test_without_mask_equals_torch_softmax_on_every_dim():
     scores = random_scores((3, 4, 5))
     for dim in (0, 1, -1):
-        torch.testing.assert_close(masked_softmax(scores, dim=dim), torch.softmax(scores, dim=dim))
+        torch.testing.assert_close(
+            masked_softmax(scores, dim=dim), torch.softmax(scores, dim=dim)
+        )
 
 
 def test_with_mask_equals_minus_infinity_recipe():
     scores = random_scores((4, 6, 7))
-    keep = torch.rand(4, 6, 7, generator=torch.Generator().manual_seed(1)) > 0.5
+    keep = (
+        torch.rand(4, 6, 7, generator=torch.Generator().manual_seed(1)) > 0.5
+    )
     keep[..., 3] = True
     expected = torch.softmax(scores.masked_fill(~keep, float("-inf")), dim=-1)
     torch.testing.assert_close(masked_softmax(scores, keep), expected)
@@ -47,13 +53,21 @@ def test_fully_masked_rows_are_zero_not_nan(dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_extreme_logits_stay_finite_with_finite_gradients(dtype):
-    logits = torch.tensor([[1e4, -1e4, 0.0, 5.0], [-1e4, -1e4, -1e4, -1e4]], dtype=dtype, requires_grad=True)
-    keep = torch.tensor([[True, True, True, False], [True, False, True, False]])
+    logits = torch.tensor(
+        [[1e4, -1e4, 0.0, 5.0], [-1e4, -1e4, -1e4, -1e4]],
+        dtype=dtype,
+        requires_grad=True,
+    )
+    keep = torch.tensor(
+        [[True, True, True, False], [True, False, True, False]]
+    )
     weights = masked_softmax(logits, keep)
     assert torch.isfinite(weights).all()
     # The largest logit wins outright; the two kept -1e4 entries share the second row.
     assert weights[0].tolist() == [1.0, 0.0, 0.0, 0.0]
-    torch.testing.assert_close(weights[1].float(), torch.tensor([0.5, 0.0, 0.5, 0.0]))
+    torch.testing.assert_close(
+        weights[1].float(), torch.tensor([0.5, 0.0, 0.5, 0.0])
+    )
     (weights * torch.arange(4, dtype=dtype)).sum().backward()
     assert torch.isfinite(logits.grad).all()
 
@@ -64,10 +78,14 @@ def test_gradient_matches_torch_softmax_on_kept_entries():
     upstream = random_scores((2, 5), seed=3)
     (masked_softmax(scores, keep) * upstream).sum().backward()
     reference_scores = scores.detach().clone().requires_grad_()
-    reference = torch.softmax(reference_scores.masked_fill(~keep, float("-inf")), dim=-1)
+    reference = torch.softmax(
+        reference_scores.masked_fill(~keep, float("-inf")), dim=-1
+    )
     (reference * upstream).sum().backward()
     torch.testing.assert_close(scores.grad, reference_scores.grad)
-    assert torch.equal(scores.grad[~keep], torch.zeros(int((~keep).sum()), dtype=scores.dtype))
+    assert torch.equal(
+        scores.grad[~keep], torch.zeros(int((~keep).sum()), dtype=scores.dtype)
+    )
 
 
 @settings(max_examples=40, deadline=None)
@@ -77,7 +95,9 @@ def test_gradient_matches_torch_softmax_on_kept_entries():
     seed=st.integers(0, 10_000),
     dtype=st.sampled_from(DTYPES),
 )
-def test_invariants_rows_sum_to_one_and_masked_entries_are_zero(rows, cols, seed, dtype):
+def test_invariants_rows_sum_to_one_and_masked_entries_are_zero(
+    rows, cols, seed, dtype
+):
     generator = torch.Generator().manual_seed(seed)
     scores = (torch.randn(rows, cols, generator=generator) * 20).to(dtype)
     keep = torch.rand(rows, cols, generator=generator) > 0.4
@@ -86,14 +106,18 @@ def test_invariants_rows_sum_to_one_and_masked_entries_are_zero(rows, cols, seed
     sums = weights.float().sum(dim=-1)
     has_kept = keep.any(dim=-1)
     tolerance = 1e-2 if dtype in (torch.float16, torch.bfloat16) else 1e-5
-    assert torch.allclose(sums[has_kept], torch.ones(int(has_kept.sum())), atol=tolerance)
+    assert torch.allclose(
+        sums[has_kept], torch.ones(int(has_kept.sum())), atol=tolerance
+    )
     assert torch.all(sums[~has_kept] == 0)
     assert torch.all(weights >= 0)
 
 
 def test_broadcast_mask():
     scores = random_scores((2, 3, 4))
-    key_padding = torch.tensor([[True, True, False, False], [True, True, True, True]])[:, None, :]
+    key_padding = torch.tensor(
+        [[True, True, False, False], [True, True, True, True]]
+    )[:, None, :]
     weights = masked_softmax(scores, key_padding)
     assert torch.all(weights[0, :, 2:] == 0)
     torch.testing.assert_close(weights[1], torch.softmax(scores[1], dim=-1))
@@ -118,7 +142,9 @@ def test_lengths_to_mask_matches_direct_definition():
     assert mask.shape == (2, 2, 5)
     for i in range(2):
         for j in range(2):
-            assert mask[i, j].tolist() == [position < lengths[i, j].item() for position in range(5)]
+            assert mask[i, j].tolist() == [
+                position < lengths[i, j].item() for position in range(5)
+            ]
     assert lengths_to_mask([2], 3).tolist() == [[True, True, False]]
 
 
@@ -136,7 +162,11 @@ def test_lengths_to_mask_rejects_lengths_outside_range():
 @pytest.mark.parametrize("with_mask", [False, True])
 def test_inplace_overwrites_scores_with_the_same_weights(with_mask):
     scores = random_scores((3, 5))
-    keep = torch.tensor([[True, False, True, True, False]] * 2 + [[False] * 5]) if with_mask else None
+    keep = (
+        torch.tensor([[True, False, True, True, False]] * 2 + [[False] * 5])
+        if with_mask
+        else None
+    )
     expected = masked_softmax(scores, keep)
     buffer = scores.clone()
     result = masked_softmax(buffer, keep, inplace=True)

@@ -5,9 +5,14 @@ import time
 import pytest
 import torch
 
-from attnbook.measure.timing import calls_per_sample, interleaved_medians, mean_call_time, median_call_time
 from attnbook.experiments.attention_memory import peak_memory
 from attnbook.measure.memory import score_matrix_bytes
+from attnbook.measure.timing import (
+    calls_per_sample,
+    interleaved_medians,
+    mean_call_time,
+    median_call_time,
+)
 
 
 def test_looped_timing_makes_samples_long_enough():
@@ -18,7 +23,9 @@ def test_looped_timing_makes_samples_long_enough():
     # A call that sleeps ~2 ms: its median time is at least that, and not absurdly more.
     import time
 
-    slept = median_call_time(lambda: time.sleep(0.002), repeats=3, min_seconds=1e-3)
+    slept = median_call_time(
+        lambda: time.sleep(0.002), repeats=3, min_seconds=1e-3
+    )
     assert 0.0019 <= slept < 0.05
 
 
@@ -26,8 +33,14 @@ def test_peak_memory_of_training_keeps_the_recomputing_backward_small():
     """Forward + backward: autograd through plain attention keeps the n x n weights (and makes their
     gradient); the recomputing backward never holds more than one block."""
     n = 4096
-    memory = peak_memory(["attention", "chunked_attention", "chunked_attention_autograd"], [n], backward=True)
-    assert memory["attention"][n] >= 2 * n * n * 4  # the saved weights and the gradient of the scores
+    memory = peak_memory(
+        ["attention", "chunked_attention", "chunked_attention_autograd"],
+        [n],
+        backward=True,
+    )
+    assert (
+        memory["attention"][n] >= 2 * n * n * 4
+    )  # the saved weights and the gradient of the scores
     assert memory["chunked_attention"][n] < memory["attention"][n] / 8
     # Differentiating through the blocks stores every block's weights: the n x n matrix is back.
     assert memory["chunked_attention_autograd"][n] >= n * n * 4
@@ -39,53 +52,99 @@ def test_saved_for_backward_counts_each_storage_once():
 
     n, d = 256, 16
     generator = torch.Generator().manual_seed(0)
-    q, k, v = (torch.randn(n, d, generator=generator, requires_grad=True) for _ in range(3))
+    q, k, v = (
+        torch.randn(n, d, generator=generator, requires_grad=True)
+        for _ in range(3)
+    )
     matrix = n * n * 4
     # Plain attention keeps its n x n weights once (the softmax's output, also the input of P @ V)
     # and the scaled queries; the scores S are not kept.
-    plain = saved_for_backward(lambda: attention(q, k, v)[0], exclude=(q, k, v))
+    plain = saved_for_backward(
+        lambda: attention(q, k, v)[0], exclude=(q, k, v)
+    )
     assert plain["largest"] == matrix and plain["bytes"] == matrix + n * d * 4
     # The recomputing backward keeps the output and one log-sum-exp per query: no n x n matrix.
-    recomputing = saved_for_backward(lambda: chunked_attention(q, k, v, chunk_size=32), exclude=(q, k, v))
+    recomputing = saved_for_backward(
+        lambda: chunked_attention(q, k, v, chunk_size=32), exclude=(q, k, v)
+    )
     assert recomputing["bytes"] == n * d * 4 + n * 4
     # Autograd through the blocks keeps every block's weights: the whole matrix, in pieces.
-    through = saved_for_backward(lambda: chunked_attention(q, k, v, chunk_size=32, recompute_backward=False), exclude=(q, k, v))
+    through = saved_for_backward(
+        lambda: chunked_attention(
+            q, k, v, chunk_size=32, recompute_backward=False
+        ),
+        exclude=(q, k, v),
+    )
     assert through["bytes"] >= matrix and through["largest"] < matrix
 
 
 def test_score_matrix_bytes_is_n_squared_times_item_size():
     assert score_matrix_bytes(8192, 8192) == 8192 * 8192 * 4
     assert score_matrix_bytes(8192, 8192, chunk_size=1024) == 8192 * 1024 * 4
-    assert score_matrix_bytes(100, 50, chunk_size=1024, dtype=torch.float16) == 100 * 50 * 2
-    with pytest.raises(ValueError, match="n_q must be a non-negative int, got -1"):
+    assert (
+        score_matrix_bytes(100, 50, chunk_size=1024, dtype=torch.float16)
+        == 100 * 50 * 2
+    )
+    with pytest.raises(
+        ValueError, match="n_q must be a non-negative int, got -1"
+    ):
         score_matrix_bytes(-1, 4)
 
 
 def test_interleaved_medians_measures_every_function():
     calls = []
-    medians = interleaved_medians({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}, repeats=3, warmup=1)
+    medians = interleaved_medians(
+        {"a": lambda: calls.append("a"), "b": lambda: calls.append("b")},
+        repeats=3,
+        warmup=1,
+    )
     assert set(medians) == {"a", "b"} and all(t >= 0 for t in medians.values())
-    assert calls == ["a", "b", "a", "b", "b", "a", "a", "b"]  # warm-up, then the order rotates
-    with pytest.raises(ValueError, match="repeats must be a positive int, got 0"):
+    assert calls == [
+        "a",
+        "b",
+        "a",
+        "b",
+        "b",
+        "a",
+        "a",
+        "b",
+    ]  # warm-up, then the order rotates
+    with pytest.raises(
+        ValueError, match="repeats must be a positive int, got 0"
+    ):
         interleaved_medians({"a": lambda: None}, repeats=0)
 
 
 def test_peak_memory_sees_the_n_squared_matrix():
     """In a fresh process the plain call needs at least its n x n float32 weights; chunked needs far less."""
     n = 4096
-    memory = peak_memory(["attention", "chunked_attention"], [n], chunk_size=128)
+    memory = peak_memory(
+        ["attention", "chunked_attention"], [n], chunk_size=128
+    )
     assert memory["attention"][n] >= score_matrix_bytes(n, n)
     assert memory["chunked_attention"][n] < memory["attention"][n] / 4
     with pytest.raises(ValueError, match="method must be one of"):
         peak_memory("flash", [n])
-    with pytest.raises(ValueError, match="sizes must be a non-empty list of lengths >= 8"):
+    with pytest.raises(
+        ValueError, match="sizes must be a non-empty list of lengths >= 8"
+    ):
         peak_memory("attention", [])
 
 
 def test_interleaved_medians_uses_the_clock_it_is_given():
     ticks = iter(range(100))
     fake_clock = lambda: 10.0 * next(ticks)  # noqa: E731  (each reading 10 s after the last)
-    medians = interleaved_medians({"a": lambda: None, "b": lambda: None}, repeats=3, warmup=0, clock=fake_clock)
+    medians = interleaved_medians(
+        {"a": lambda: None, "b": lambda: None},
+        repeats=3,
+        warmup=0,
+        clock=fake_clock,
+    )
     assert medians == {"a": 10.0, "b": 10.0}
-    busy = interleaved_medians({"spin": lambda: sum(range(20000))}, repeats=3, warmup=0, clock=time.thread_time)
+    busy = interleaved_medians(
+        {"spin": lambda: sum(range(20000))},
+        repeats=3,
+        warmup=0,
+        clock=time.thread_time,
+    )
     assert busy["spin"] >= 0

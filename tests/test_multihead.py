@@ -20,24 +20,37 @@ matplotlib.use("Agg")
 ATOL = 1e-6
 
 
-def make_pair(embed_dim=8, num_heads=2, bias=True, seed=0, dtype=torch.float64):
+def make_pair(
+    embed_dim=8, num_heads=2, bias=True, seed=0, dtype=torch.float64
+):
     """A torch module with random (non-zero) parameters and ours with the same parameters."""
     torch.manual_seed(seed)
-    theirs = nn.MultiheadAttention(embed_dim, num_heads, bias=bias, batch_first=True).to(dtype)
+    theirs = nn.MultiheadAttention(
+        embed_dim, num_heads, bias=bias, batch_first=True
+    ).to(dtype)
     with torch.no_grad():  # torch zero-initialises the biases: make them count
         for parameter in theirs.parameters():
             parameter.normal_(0.0, 0.5)
-    ours = MultiHeadAttention(embed_dim, num_heads, bias=bias).to(dtype).load_torch_weights(theirs)
+    ours = (
+        MultiHeadAttention(embed_dim, num_heads, bias=bias)
+        .to(dtype)
+        .load_torch_weights(theirs)
+    )
     return theirs, ours
 
 
 def randn(*shape, seed=1, dtype=torch.float64):
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+    return torch.randn(
+        *shape, generator=torch.Generator().manual_seed(seed), dtype=dtype
+    )
 
 
 def random_keep(batch, n_k, seed=2):
     """Key-padding keep mask (True = keep) with at least one kept key per row."""
-    keep = torch.rand(batch, n_k, generator=torch.Generator().manual_seed(seed)) > 0.4
+    keep = (
+        torch.rand(batch, n_k, generator=torch.Generator().manual_seed(seed))
+        > 0.4
+    )
     keep[:, 0] = True
     return keep
 
@@ -55,16 +68,37 @@ def test_matches_torch_outputs_and_per_head_weights(bias, padding, kind):
         query = key = value = randn(batch, n_q, 12)
         n_k = n_q
     elif kind == "cross":
-        query, key, value = randn(batch, n_q, 12, seed=1), randn(batch, n_k, 12, seed=2), randn(batch, n_k, 12, seed=3)
+        query, key, value = (
+            randn(batch, n_q, 12, seed=1),
+            randn(batch, n_k, 12, seed=2),
+            randn(batch, n_k, 12, seed=3),
+        )
     else:  # encoder-decoder attention: keys and values are one tensor
-        query, key = randn(batch, n_q, 12, seed=1), randn(batch, n_k, 12, seed=2)
+        query, key = (
+            randn(batch, n_q, 12, seed=1),
+            randn(batch, n_k, 12, seed=2),
+        )
         value = key
     keep = random_keep(batch, n_k) if padding else None
     expected, expected_weights = theirs(
-        query, key, value, key_padding_mask=None if keep is None else ~keep, average_attn_weights=False
+        query,
+        key,
+        value,
+        key_padding_mask=None if keep is None else ~keep,
+        average_attn_weights=False,
     )
-    output, weights = ours(query, key, value, mask=None if keep is None else keep[:, None, None, :])
-    assert output.shape == (batch, n_q, 12) and weights.shape == (batch, 3, n_q, n_k)
+    output, weights = ours(
+        query,
+        key,
+        value,
+        mask=None if keep is None else keep[:, None, None, :],
+    )
+    assert output.shape == (batch, n_q, 12) and weights.shape == (
+        batch,
+        3,
+        n_q,
+        n_k,
+    )
     torch.testing.assert_close(output, expected, atol=ATOL, rtol=0)
     torch.testing.assert_close(weights, expected_weights, atol=ATOL, rtol=0)
 
@@ -73,7 +107,9 @@ def test_matches_torch_with_a_causal_attn_mask():
     theirs, ours = make_pair()
     x = randn(2, 5, 8)
     causal_keep = torch.ones(5, 5, dtype=torch.bool).tril()
-    expected, expected_weights = theirs(x, x, x, attn_mask=~causal_keep, average_attn_weights=False)
+    expected, expected_weights = theirs(
+        x, x, x, attn_mask=~causal_keep, average_attn_weights=False
+    )
     output, weights = ours(x, x, x, mask=causal_keep)
     torch.testing.assert_close(output, expected, atol=ATOL, rtol=0)
     torch.testing.assert_close(weights, expected_weights, atol=ATOL, rtol=0)
@@ -82,8 +118,13 @@ def test_matches_torch_with_a_causal_attn_mask():
 
 def test_matches_torch_unbatched_and_in_float32():
     theirs, ours = make_pair(embed_dim=16, num_heads=4, dtype=torch.float32)
-    query, key = randn(3, 16, dtype=torch.float32), randn(7, 16, seed=5, dtype=torch.float32)
-    expected, expected_weights = theirs(query, key, key, average_attn_weights=False)
+    query, key = (
+        randn(3, 16, dtype=torch.float32),
+        randn(7, 16, seed=5, dtype=torch.float32),
+    )
+    expected, expected_weights = theirs(
+        query, key, key, average_attn_weights=False
+    )
     output, weights = ours(query, key, key)
     torch.testing.assert_close(output, expected, atol=1e-5, rtol=0)
     torch.testing.assert_close(weights, expected_weights, atol=1e-6, rtol=0)
@@ -94,28 +135,55 @@ def test_gradients_match_torch(padding):
     theirs, ours = make_pair(embed_dim=8, num_heads=2)
     inputs = [randn(2, 3, 8, seed=s).requires_grad_() for s in (1, 2, 3)]
     twins = [t.detach().clone().requires_grad_() for t in inputs]
-    key_padding = torch.tensor([[False, False, True], [False, True, True]]) if padding else None
+    key_padding = (
+        torch.tensor([[False, False, True], [False, True, True]])
+        if padding
+        else None
+    )
     upstream = randn(2, 3, 8, seed=9)
-    out_theirs, w_theirs = theirs(*inputs, key_padding_mask=key_padding, average_attn_weights=False)
+    out_theirs, w_theirs = theirs(
+        *inputs, key_padding_mask=key_padding, average_attn_weights=False
+    )
     keep = None if key_padding is None else ~key_padding[:, None, None, :]
     out_ours, w_ours = ours(*twins, mask=keep)
     ((out_theirs * upstream).sum() + w_theirs.square().sum()).backward()
     ((out_ours * upstream).sum() + w_ours.square().sum()).backward()
     for a, b in zip(inputs, twins):
         torch.testing.assert_close(b.grad, a.grad, atol=ATOL, rtol=0)
-    torch.testing.assert_close(ours.in_proj_weight.grad, theirs.in_proj_weight.grad, atol=ATOL, rtol=0)
-    torch.testing.assert_close(ours.in_proj_bias.grad, theirs.in_proj_bias.grad, atol=ATOL, rtol=0)
-    torch.testing.assert_close(ours.out_proj.weight.grad, theirs.out_proj.weight.grad, atol=ATOL, rtol=0)
-    torch.testing.assert_close(ours.out_proj.bias.grad, theirs.out_proj.bias.grad, atol=ATOL, rtol=0)
+    torch.testing.assert_close(
+        ours.in_proj_weight.grad, theirs.in_proj_weight.grad, atol=ATOL, rtol=0
+    )
+    torch.testing.assert_close(
+        ours.in_proj_bias.grad, theirs.in_proj_bias.grad, atol=ATOL, rtol=0
+    )
+    torch.testing.assert_close(
+        ours.out_proj.weight.grad,
+        theirs.out_proj.weight.grad,
+        atol=ATOL,
+        rtol=0,
+    )
+    torch.testing.assert_close(
+        ours.out_proj.bias.grad, theirs.out_proj.bias.grad, atol=ATOL, rtol=0
+    )
 
 
 def test_load_torch_weights_copies_every_parameter():
     theirs, ours = make_pair(embed_dim=8, num_heads=4)
-    torch.testing.assert_close(ours.in_proj_weight, theirs.in_proj_weight, atol=0, rtol=0)
-    torch.testing.assert_close(ours.in_proj_bias, theirs.in_proj_bias, atol=0, rtol=0)
-    torch.testing.assert_close(ours.out_proj.weight, theirs.out_proj.weight, atol=0, rtol=0)
-    torch.testing.assert_close(ours.out_proj.bias, theirs.out_proj.bias, atol=0, rtol=0)
-    assert sum(p.numel() for p in ours.parameters()) == sum(p.numel() for p in theirs.parameters())
+    torch.testing.assert_close(
+        ours.in_proj_weight, theirs.in_proj_weight, atol=0, rtol=0
+    )
+    torch.testing.assert_close(
+        ours.in_proj_bias, theirs.in_proj_bias, atol=0, rtol=0
+    )
+    torch.testing.assert_close(
+        ours.out_proj.weight, theirs.out_proj.weight, atol=0, rtol=0
+    )
+    torch.testing.assert_close(
+        ours.out_proj.bias, theirs.out_proj.bias, atol=0, rtol=0
+    )
+    assert sum(p.numel() for p in ours.parameters()) == sum(
+        p.numel() for p in theirs.parameters()
+    )
     assert ours.head_dim == 2
 
 
@@ -132,7 +200,9 @@ def test_fully_masked_query_gets_zero_weights_not_nan():
     output, weights = ours(x, x, x, mask=keep[:, None, None, :])
     assert torch.isfinite(output).all()
     assert (weights[1] == 0).all()
-    torch.testing.assert_close(output[1], ours.out_proj.bias.expand(3, 8), atol=0, rtol=0)
+    torch.testing.assert_close(
+        output[1], ours.out_proj.bias.expand(3, 8), atol=0, rtol=0
+    )
 
 
 # ---------------------------------------------------------------- the steps, by formula
@@ -143,34 +213,49 @@ def test_split_and_merge_heads_by_formula():
     heads = split_heads(x, 3)
     assert heads.shape == (2, 3, 5, 4)
     for h in range(3):  # head h holds feature columns 4h .. 4h+3
-        torch.testing.assert_close(heads[:, h], x[..., 4 * h : 4 * h + 4], atol=0, rtol=0)
+        torch.testing.assert_close(
+            heads[:, h], x[..., 4 * h : 4 * h + 4], atol=0, rtol=0
+        )
     torch.testing.assert_close(merge_heads(heads), x, atol=0, rtol=0)
 
 
 def test_forward_equals_the_written_out_formula():
     """Concat_h softmax(Q_h K_h^T / sqrt(d_head)) V_h, then W_O: one loop per head, no attnbook code."""
     _, ours = make_pair(embed_dim=12, num_heads=3)
-    query, key, value = randn(2, 4, 12, seed=1), randn(2, 6, 12, seed=2), randn(2, 6, 12, seed=3)
+    query, key, value = (
+        randn(2, 4, 12, seed=1),
+        randn(2, 6, 12, seed=2),
+        randn(2, 6, 12, seed=3),
+    )
     w_q, w_k, w_v = ours.in_proj_weight.detach().chunk(3)
     b_q, b_k, b_v = ours.in_proj_bias.detach().chunk(3)
     q, k, v = query @ w_q.T + b_q, key @ w_k.T + b_k, value @ w_v.T + b_v
     heads, per_head_weights = [], []
     for h in range(3):
         cols = slice(4 * h, 4 * h + 4)
-        alpha = torch.softmax(q[..., cols] @ k[..., cols].transpose(1, 2) / math.sqrt(4), dim=-1)
+        alpha = torch.softmax(
+            q[..., cols] @ k[..., cols].transpose(1, 2) / math.sqrt(4), dim=-1
+        )
         heads.append(alpha @ v[..., cols])
         per_head_weights.append(alpha)
-    expected = torch.cat(heads, dim=-1) @ ours.out_proj.weight.detach().T + ours.out_proj.bias.detach()
+    expected = (
+        torch.cat(heads, dim=-1) @ ours.out_proj.weight.detach().T
+        + ours.out_proj.bias.detach()
+    )
     output, weights = ours(query, key, value)
     torch.testing.assert_close(output, expected, atol=1e-12, rtol=0)
-    torch.testing.assert_close(weights, torch.stack(per_head_weights, dim=1), atol=1e-12, rtol=0)
+    torch.testing.assert_close(
+        weights, torch.stack(per_head_weights, dim=1), atol=1e-12, rtol=0
+    )
 
 
 def test_raw_head_scores_sum_to_the_single_head_score():
     """Sum over heads of q_h . k_h = q . k: splitting regroups the same dot product."""
     q, k = randn(5, 12, seed=1), randn(6, 12, seed=2)
     per_head = split_heads(q, 4) @ split_heads(k, 4).transpose(-2, -1)
-    torch.testing.assert_close(per_head.sum(dim=0), q @ k.T, atol=1e-12, rtol=0)
+    torch.testing.assert_close(
+        per_head.sum(dim=0), q @ k.T, atol=1e-12, rtol=0
+    )
 
 
 # ---------------------------------------------------------------- bad input
@@ -178,7 +263,10 @@ def test_raw_head_scores_sum_to_the_single_head_score():
 
 @pytest.mark.parametrize("embed_dim, num_heads", [(10, 3), (8, 0), (6, 4)])
 def test_indivisible_embed_dim_names_both(embed_dim, num_heads):
-    with pytest.raises(ValueError, match=rf"embed_dim \({embed_dim}\).*num_heads \({num_heads}\)"):
+    with pytest.raises(
+        ValueError,
+        match=rf"embed_dim \({embed_dim}\).*num_heads \({num_heads}\)",
+    ):
         MultiHeadAttention(embed_dim, num_heads)
 
 
@@ -192,27 +280,44 @@ def test_non_integer_sizes_are_type_errors():
 def test_bad_inputs_raise_clear_errors():
     _, ours = make_pair(dtype=torch.float32)
     x = torch.zeros(2, 3, 8)
-    with pytest.raises(ValueError, match="key feature size.*key has 6, embed_dim has 8"):
+    with pytest.raises(
+        ValueError, match="key feature size.*key has 6, embed_dim has 8"
+    ):
         ours(x, torch.zeros(2, 3, 6), x)
-    with pytest.raises(ValueError, match="number of keys and values.*key has 3, value has 4"):
+    with pytest.raises(
+        ValueError, match="number of keys and values.*key has 3, value has 4"
+    ):
         ours(x, x, torch.zeros(2, 4, 8))
-    with pytest.raises(ValueError, match=r"batch shapes must match: query \(2,\), key \(2,\), value \(3,\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"batch shapes must match: query \(2,\), key \(2,\), value \(3,\)",
+    ):
         ours(x, x, torch.zeros(3, 3, 8))
     with pytest.raises(ValueError, match=r"query needs shape .* got \(8,\)"):
         ours(torch.zeros(8), x, x)
-    with pytest.raises(TypeError, match="query must be a floating-point tensor, got dtype torch.int64"):
+    with pytest.raises(
+        TypeError,
+        match="query must be a floating-point tensor, got dtype torch.int64",
+    ):
         ours(torch.zeros(2, 3, 8, dtype=torch.long), x, x)
     with pytest.raises(TypeError, match="mask must be a boolean tensor"):
         ours(x, x, x, mask=torch.ones(2, 1, 1, 3))
-    with pytest.raises(ValueError, match=r"mask of shape \(2, 4\) is ambiguous or wrong for multi-head weights \(2, 2, 3, 3\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"mask of shape \(2, 4\) is ambiguous or wrong for multi-head weights \(2, 2, 3, 3\)",
+    ):
         ours(x, x, x, mask=torch.ones(2, 4, dtype=torch.bool))
 
 
 def test_load_torch_weights_rejects_mismatches():
     ours = MultiHeadAttention(8, 2)
-    with pytest.raises(TypeError, match="expected torch.nn.MultiheadAttention, got Linear"):
+    with pytest.raises(
+        TypeError, match="expected torch.nn.MultiheadAttention, got Linear"
+    ):
         ours.load_torch_weights(nn.Linear(8, 8))
-    with pytest.raises(ValueError, match="embed_dim=8, num_heads=4.*embed_dim=8, num_heads=2"):
+    with pytest.raises(
+        ValueError, match="embed_dim=8, num_heads=4.*embed_dim=8, num_heads=2"
+    ):
         ours.load_torch_weights(nn.MultiheadAttention(8, 4))
     with pytest.raises(ValueError, match="biases"):
         ours.load_torch_weights(nn.MultiheadAttention(8, 2, bias=False))
@@ -227,9 +332,17 @@ def test_load_torch_weights_rejects_mismatches():
 def attention_case(draw):
     num_heads = draw(st.integers(1, 3))
     head_dim = draw(st.integers(1, 3))
-    batch, n_q, n_k = draw(st.integers(1, 2)), draw(st.integers(1, 4)), draw(st.integers(1, 5))
+    batch, n_q, n_k = (
+        draw(st.integers(1, 2)),
+        draw(st.integers(1, 4)),
+        draw(st.integers(1, 5)),
+    )
     seed = draw(st.integers(0, 2**16))
-    keep = torch.tensor(draw(st.lists(st.booleans(), min_size=batch * n_k, max_size=batch * n_k))).reshape(batch, n_k)
+    keep = torch.tensor(
+        draw(
+            st.lists(st.booleans(), min_size=batch * n_k, max_size=batch * n_k)
+        )
+    ).reshape(batch, n_k)
     return num_heads, head_dim, batch, n_q, n_k, seed, keep
 
 
@@ -238,8 +351,10 @@ def _run(case):
     embed_dim = num_heads * head_dim
     torch.manual_seed(seed)
     module = MultiHeadAttention(embed_dim, num_heads).double()
-    query, key, value = randn(batch, n_q, embed_dim, seed=seed), randn(batch, n_k, embed_dim, seed=seed + 1), randn(
-        batch, n_k, embed_dim, seed=seed + 2
+    query, key, value = (
+        randn(batch, n_q, embed_dim, seed=seed),
+        randn(batch, n_k, embed_dim, seed=seed + 1),
+        randn(batch, n_k, embed_dim, seed=seed + 2),
     )
     return module, query, key, value, keep[:, None, None, :]
 
@@ -254,7 +369,9 @@ def test_weights_sum_to_one_over_kept_keys_and_zero_elsewhere(case):
     assert (weights >= 0).all()
     sums = weights.sum(dim=-1)
     has_keys = mask.any(dim=-1)
-    torch.testing.assert_close(sums[has_keys], torch.ones_like(sums[has_keys]), atol=1e-12, rtol=0)
+    torch.testing.assert_close(
+        sums[has_keys], torch.ones_like(sums[has_keys]), atol=1e-12, rtol=0
+    )
     assert (sums[~has_keys] == 0).all()
 
 
@@ -267,9 +384,13 @@ def test_permuting_key_value_pairs_together_leaves_output_unchanged(case, rng):
     rng.shuffle(order)
     perm = torch.tensor(order)
     output, weights = module(query, key, value, mask=mask)
-    output_p, weights_p = module(query, key[:, perm], value[:, perm], mask=mask[..., perm])
+    output_p, weights_p = module(
+        query, key[:, perm], value[:, perm], mask=mask[..., perm]
+    )
     torch.testing.assert_close(output_p, output, atol=1e-12, rtol=0)
-    torch.testing.assert_close(weights_p, weights[..., perm], atol=1e-12, rtol=0)
+    torch.testing.assert_close(
+        weights_p, weights[..., perm], atol=1e-12, rtol=0
+    )
 
 
 # ---------------------------------------------------------------- the explorer
@@ -277,21 +398,38 @@ def test_permuting_key_value_pairs_together_leaves_output_unchanged(case, rng):
 
 def test_multihead_view_matches_the_trained_model():
     from attnbook.tasks.card_lookup import trained_card_lookup
-    from attnbook.widgets.multihead import DIGIT_CARD, example_hand, multihead_view
+    from attnbook.widgets.multihead import (
+        DIGIT_CARD,
+        example_hand,
+        multihead_view,
+    )
 
     view = multihead_view(num_heads=4, head=3)
     assert view["weights"].shape == (4, 6, 6) and view["head_dim"] == 8
-    torch.testing.assert_close(view["weights"].sum(dim=-1), torch.ones(4, 6, dtype=torch.float64), atol=1e-6, rtol=0)
-    torch.testing.assert_close(view["head_weights"], view["weights"][2], atol=0, rtol=0)  # head 3 = index 2
-    torch.testing.assert_close(view["top_card"], view["weights"][2].argmax(dim=-1), atol=0, rtol=0)
+    torch.testing.assert_close(
+        view["weights"].sum(dim=-1),
+        torch.ones(4, 6, dtype=torch.float64),
+        atol=1e-6,
+        rtol=0,
+    )
+    torch.testing.assert_close(
+        view["head_weights"], view["weights"][2], atol=0, rtol=0
+    )  # head 3 = index 2
+    torch.testing.assert_close(
+        view["top_card"], view["weights"][2].argmax(dim=-1), atol=0, rtol=0
+    )
     entropy = -(view["weights"] * view["weights"].log()).sum(-1).mean(-1)
     torch.testing.assert_close(view["entropy"], entropy, atol=1e-5, rtol=0)
     # The weights are those of the cached trained model on the example hand, recomputed by hand.
     hand = example_hand()
     model = trained_card_lookup(4)
     with torch.no_grad():
-        cards = model.card_colour(hand["card_colours"]) + model.card_digit(hand["card_digits"])
-        questions = model.ask_colour(hand["ask_colour"]) + model.ask_digit(hand["ask_digit"])
+        cards = model.card_colour(hand["card_colours"]) + model.card_digit(
+            hand["card_digits"]
+        )
+        questions = model.ask_colour(hand["ask_colour"]) + model.ask_digit(
+            hand["ask_digit"]
+        )
         w_q, w_k, _ = model.attention.in_proj_weight.chunk(3)
         b_q, b_k, _ = model.attention.in_proj_bias.chunk(3)
         q = (questions[0] @ w_q.T + b_q).view(6, 4, 8).transpose(0, 1)
@@ -301,7 +439,9 @@ def test_multihead_view_matches_the_trained_model():
     # Question i names card i by colour and card DIGIT_CARD[i] by digit: the labels say so.
     for i, question in enumerate(view["questions"]):
         colour, digit = question.split()
-        assert view["cards"][i].startswith(colour[:-1] + " ") and view["cards"][DIGIT_CARD[i]].endswith(" " + digit[:-1])
+        assert view["cards"][i].startswith(colour[:-1] + " ") and view[
+            "cards"
+        ][DIGIT_CARD[i]].endswith(" " + digit[:-1])
 
 
 def test_the_trained_two_head_model_answers_every_question_of_the_example():
@@ -314,18 +454,28 @@ def test_the_trained_two_head_model_answers_every_question_of_the_example():
 def test_multihead_view_rejects_bad_controls():
     from attnbook.widgets.multihead import multihead_view
 
-    with pytest.raises(ValueError, match=r"num_heads must be one of \(1, 2, 4\), got 3"):
+    with pytest.raises(
+        ValueError, match=r"num_heads must be one of \(1, 2, 4\), got 3"
+    ):
         multihead_view(num_heads=3)
-    with pytest.raises(ValueError, match=r"head must be in \[1, 4\] for 4 heads, got 0"):
+    with pytest.raises(
+        ValueError, match=r"head must be in \[1, 4\] for 4 heads, got 0"
+    ):
         multihead_view(num_heads=4, head=0)
-    with pytest.raises(ValueError, match=r"head must be in \[1, 2\] for 2 heads, got 3"):
+    with pytest.raises(
+        ValueError, match=r"head must be in \[1, 2\] for 2 heads, got 3"
+    ):
         multihead_view(num_heads=2, head=3)
 
 
 def test_plot_and_explorer_build_and_follow_the_controls():
     import matplotlib.pyplot as plt
 
-    from attnbook.widgets.multihead import multihead_explorer, multihead_view, plot_multihead
+    from attnbook.widgets.multihead import (
+        multihead_explorer,
+        multihead_view,
+        plot_multihead,
+    )
 
     fig = plot_multihead(multihead_view(num_heads=4, head=4))
     assert len(fig.axes) == 3  # strip, chosen head, colour bar
@@ -342,7 +492,11 @@ def test_plot_and_explorer_build_and_follow_the_controls():
 def test_the_figure_updates_in_place_and_returns_the_same_artists():
     import matplotlib.pyplot as plt
 
-    from attnbook.widgets.multihead import multihead_view, plot_multihead, update_multihead_figure
+    from attnbook.widgets.multihead import (
+        multihead_view,
+        plot_multihead,
+        update_multihead_figure,
+    )
 
     fig = plot_multihead(multihead_view(num_heads=2, head=1))
     top, main, colour_axes = fig.axes
@@ -350,70 +504,131 @@ def test_the_figure_updates_in_place_and_returns_the_same_artists():
     for num_heads, head in ((4, 3), (2, 2), (1, 1)):
         view = multihead_view(num_heads=num_heads, head=head)
         changed = update_multihead_figure(fig, view)
-        assert [id(a) for a in changed] == [id(a) for a in first]  # same artists: only they are redrawn
-        assert top not in changed and colour_axes not in changed  # fixed limits, ticks and colour bar
+        assert [id(a) for a in changed] == [
+            id(a) for a in first
+        ]  # same artists: only they are redrawn
+        assert (
+            top not in changed and colour_axes not in changed
+        )  # fixed limits, ticks and colour bar
         assert top.get_xlim() == (0, 1) and main.images[0].get_clim() == (0, 1)
-        torch.testing.assert_close(torch.as_tensor(main.images[0].get_array()), view["weights"][head - 1], check_dtype=False)
+        torch.testing.assert_close(
+            torch.as_tensor(main.images[0].get_array()),
+            view["weights"][head - 1],
+            check_dtype=False,
+        )
         strip = torch.as_tensor(top.images[0].get_array().filled(float("nan")))
         assert strip.shape == (6, num_heads * 7 - 1)
         for h in range(num_heads):  # head h + 1 sits in columns 7h .. 7h+5
-            torch.testing.assert_close(strip[:, 7 * h : 7 * h + 6], view["weights"][h], check_dtype=False)
+            torch.testing.assert_close(
+                strip[:, 7 * h : 7 * h + 6],
+                view["weights"][h],
+                check_dtype=False,
+            )
         # The frame and the head names sit over their heads' columns, as fractions of the strip's width.
         width = num_heads * 7 - 1
         frame = top.patches[0]
-        assert frame.get_x() == pytest.approx(7 * (head - 1) / width) and frame.get_width() == pytest.approx(6 / width)
+        assert frame.get_x() == pytest.approx(
+            7 * (head - 1) / width
+        ) and frame.get_width() == pytest.approx(6 / width)
         names = [t for t in top.texts if t.get_visible()]
-        assert [t.get_text() for t in names] == [f"head {h + 1}" for h in range(num_heads)]
-        assert [t.get_position()[0] for t in names] == pytest.approx([(7 * h + 3) / width for h in range(num_heads)])
-        assert top.get_title().startswith(f"model with {num_heads} head") and main.get_title().startswith(f"head {head}:")
+        assert [t.get_text() for t in names] == [
+            f"head {h + 1}" for h in range(num_heads)
+        ]
+        assert [t.get_position()[0] for t in names] == pytest.approx(
+            [(7 * h + 3) / width for h in range(num_heads)]
+        )
+        assert top.get_title().startswith(
+            f"model with {num_heads} head"
+        ) and main.get_title().startswith(f"head {head}:")
     plt.close(fig)
 
 
 def test_the_explorer_shows_the_figure_of_the_current_controls():
     from _pixels import differing_pixels, drawn_in_full
 
-    from attnbook.widgets.multihead import multihead_explorer, multihead_view, plot_multihead
+    from attnbook.widgets.multihead import (
+        multihead_explorer,
+        multihead_view,
+        plot_multihead,
+    )
 
     box = multihead_explorer(num_heads=4, head=1)
     heads, chosen = box.children[0].children
     chosen.value = 4
     heads.value = 2
     assert (heads.value, chosen.value) == (2, 2)
-    expected = drawn_in_full(plot_multihead, multihead_view(num_heads=2, head=2))
+    expected = drawn_in_full(
+        plot_multihead, multihead_view(num_heads=2, head=2)
+    )
     other = drawn_in_full(plot_multihead, multihead_view(num_heads=4, head=4))
     # The same pixels as a full draw of a fresh figure, and a test that could fail.
-    assert differing_pixels(box.children[1].outputs[0], expected) == 0 < differing_pixels(other, expected)
+    assert (
+        differing_pixels(box.children[1].outputs[0], expected)
+        == 0
+        < differing_pixels(other, expected)
+    )
 
 
 # ---------------------------------------------------------------- the card-lookup task of the chapter
 
 
 def test_lookup_batch_draws_distinct_cards_and_consistent_answers():
-    from attnbook.tasks.card_lookup import COLOURS, NUM_CARDS, NUM_DIGITS, lookup_batch
+    from attnbook.tasks.card_lookup import (
+        COLOURS,
+        NUM_CARDS,
+        NUM_DIGITS,
+        lookup_batch,
+    )
 
-    batch = lookup_batch(500, num_queries=3, generator=torch.Generator().manual_seed(0))
+    batch = lookup_batch(
+        500, num_queries=3, generator=torch.Generator().manual_seed(0)
+    )
     colours, digits = batch["card_colours"], batch["card_digits"]
     assert colours.shape == digits.shape == (500, NUM_CARDS)
-    assert all(len(set(row)) == NUM_CARDS for row in colours.tolist() + digits.tolist())  # distinct in a hand
-    assert colours.max() < len(COLOURS) and digits.max() < NUM_DIGITS and min(colours.min(), digits.min()) >= 0
+    assert all(
+        len(set(row)) == NUM_CARDS
+        for row in colours.tolist() + digits.tolist()
+    )  # distinct in a hand
+    assert (
+        colours.max() < len(COLOURS)
+        and digits.max() < NUM_DIGITS
+        and min(colours.min(), digits.min()) >= 0
+    )
     for b in range(500):
         for q in range(3):
             i, j = batch["colour_card"][b, q], batch["digit_card"][b, q]
-            assert batch["ask_colour"][b, q] == colours[b, i] and batch["digit_answer"][b, q] == digits[b, i]
-            assert batch["ask_digit"][b, q] == digits[b, j] and batch["colour_answer"][b, q] == colours[b, j]
-    again = lookup_batch(500, num_queries=3, generator=torch.Generator().manual_seed(0))
+            assert (
+                batch["ask_colour"][b, q] == colours[b, i]
+                and batch["digit_answer"][b, q] == digits[b, i]
+            )
+            assert (
+                batch["ask_digit"][b, q] == digits[b, j]
+                and batch["colour_answer"][b, q] == colours[b, j]
+            )
+    again = lookup_batch(
+        500, num_queries=3, generator=torch.Generator().manual_seed(0)
+    )
     assert all(torch.equal(batch[k], again[k]) for k in batch)
 
 
 def test_card_lookup_training_is_reproducible_and_two_heads_solve_the_task():
-    from attnbook.tasks.card_lookup import lookup_report, train_card_lookup, trained_card_lookup
+    from attnbook.tasks.card_lookup import (
+        lookup_report,
+        train_card_lookup,
+        trained_card_lookup,
+    )
 
     a, losses_a = train_card_lookup(2, steps=5)
     b, losses_b = train_card_lookup(2, steps=5)
-    assert losses_a == losses_b and all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
+    assert losses_a == losses_b and all(
+        torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters())
+    )
     report = lookup_report(trained_card_lookup(2), num_hands=500, seed=5)
     assert report["digit_accuracy"] == report["colour_accuracy"] == 1.0
     # One head looks up by digit, the other by colour (which one is which is not fixed).
-    assert sorted(report["on_digit_card"].tolist())[1] > 0.9 and sorted(report["on_colour_card"].tolist())[1] > 0.9
+    assert (
+        sorted(report["on_digit_card"].tolist())[1] > 0.9
+        and sorted(report["on_colour_card"].tolist())[1] > 0.9
+    )
     one = lookup_report(trained_card_lookup(1), num_hands=500, seed=5)
     assert min(one["digit_accuracy"], one["colour_accuracy"]) < 0.6

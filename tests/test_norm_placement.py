@@ -7,13 +7,25 @@ import torch
 from torch import nn
 
 from attnbook import TransformerEncoderBlock
-from attnbook.experiments.norm_placement import PLACEMENTS, RESULTS_FILE, PreNormEncoderBlock, load_comparison, placement_classifier, run_comparison, summarize, train_placement, warmup_schedule
+from attnbook.experiments.norm_placement import (
+    PLACEMENTS,
+    RESULTS_FILE,
+    PreNormEncoderBlock,
+    load_comparison,
+    placement_classifier,
+    run_comparison,
+    summarize,
+    train_placement,
+    warmup_schedule,
+)
 from attnbook.nn.encoder import LayerNorm, padding_mask
 
 
 def _torch_layer(norm_first, seed=0, d=8, heads=2, ffn=16):
     torch.manual_seed(seed)
-    layer = nn.TransformerEncoderLayer(d, heads, ffn, dropout=0.0, batch_first=True, norm_first=norm_first).eval()
+    layer = nn.TransformerEncoderLayer(
+        d, heads, ffn, dropout=0.0, batch_first=True, norm_first=norm_first
+    ).eval()
     g = torch.Generator().manual_seed(seed + 100)
     with torch.no_grad():  # random LayerNorm weights and biases: the defaults (1, 0) would hide a swapped norm
         for norm in (layer.norm1, layer.norm2):
@@ -30,9 +42,15 @@ def test_pre_norm_block_matches_torch_norm_first_with_padding(seed):
     keep = padding_mask(torch.tensor([6, 4, 1]), 6)
     ours = block(x, keep)
     theirs = layer(x, src_key_padding_mask=~keep[:, 0, 0])
-    torch.testing.assert_close(ours[:, :1], theirs[:, :1], atol=1e-5, rtol=1e-5)
-    for b, length in enumerate([6, 4, 1]):  # padded positions themselves are not compared
-        torch.testing.assert_close(ours[b, :length], theirs[b, :length], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(
+        ours[:, :1], theirs[:, :1], atol=1e-5, rtol=1e-5
+    )
+    for b, length in enumerate(
+        [6, 4, 1]
+    ):  # padded positions themselves are not compared
+        torch.testing.assert_close(
+            ours[b, :length], theirs[b, :length], atol=1e-5, rtol=1e-5
+        )
     assert layer.norm_first  # the copy leaves the torch layer as it was
 
 
@@ -58,12 +76,21 @@ def test_pre_norm_load_rejects_post_norm_and_other_modules():
 
 
 def test_both_placements_start_from_the_same_weights():
-    post, pre = placement_classifier("post-LN", seed=5), placement_classifier("pre-LN", seed=5)
-    assert [type(b) for b in pre.encoder.blocks] == [PreNormEncoderBlock] * len(post.encoder.blocks)
+    post, pre = (
+        placement_classifier("post-LN", seed=5),
+        placement_classifier("pre-LN", seed=5),
+    )
+    assert [type(b) for b in pre.encoder.blocks] == [
+        PreNormEncoderBlock
+    ] * len(post.encoder.blocks)
     for b_post, b_pre in zip(post.encoder.blocks, pre.encoder.blocks):
-        for (name, p), (name_pre, q) in zip(b_post.state_dict().items(), b_pre.state_dict().items()):
+        for (name, p), (name_pre, q) in zip(
+            b_post.state_dict().items(), b_pre.state_dict().items()
+        ):
             assert name == name_pre and torch.equal(p, q)
-    assert isinstance(pre.head[0], LayerNorm) and torch.equal(pre.head[1].weight, post.head.weight)
+    assert isinstance(pre.head[0], LayerNorm) and torch.equal(
+        pre.head[1].weight, post.head.weight
+    )
     with pytest.raises(ValueError, match="placement"):
         placement_classifier("sandwich")
 
@@ -73,23 +100,33 @@ def test_warmup_schedule_rises_then_decays_to_zero():
     factors = [warmup_schedule(s, steps, warmup) for s in range(steps)]
     assert factors[:warmup] == pytest.approx([0.2, 0.4, 0.6, 0.8, 1.0])
     assert factors[warmup] == pytest.approx(1.0)
-    assert all(a > b for a, b in zip(factors[warmup:], factors[warmup + 1:]))
+    assert all(a > b for a, b in zip(factors[warmup:], factors[warmup + 1 :]))
     assert warmup_schedule(steps, steps, warmup) == 0.0
     no_warmup = [warmup_schedule(s, steps, 0) for s in range(steps)]
     assert no_warmup[0] == 1.0 and no_warmup[-1] == pytest.approx(1 / steps)
 
 
 def test_training_is_seeded_and_learns_the_task():
-    first = train_placement("pre-LN", 3e-3, warmup=5, steps=30, seed=1, eval_size=200, num_layers=1)
-    again = train_placement("pre-LN", 3e-3, warmup=5, steps=30, seed=1, eval_size=200, num_layers=1)
+    first = train_placement(
+        "pre-LN", 3e-3, warmup=5, steps=30, seed=1, eval_size=200, num_layers=1
+    )
+    again = train_placement(
+        "pre-LN", 3e-3, warmup=5, steps=30, seed=1, eval_size=200, num_layers=1
+    )
     assert first == again
     assert len(first["loss"]) == 30
     assert first["loss"][-1] < first["loss"][0]
 
 
 def test_run_comparison_and_summarize_cover_every_setting():
-    results = run_comparison(lrs=(1e-3,), warmups=(0, 2), seeds=(0, 1), steps=10, progress=False,
-                             num_layers=1)
+    results = run_comparison(
+        lrs=(1e-3,),
+        warmups=(0, 2),
+        seeds=(0, 1),
+        steps=10,
+        progress=False,
+        num_layers=1,
+    )
     assert len(results["runs"]) == len(PLACEMENTS) * 2 * 2
     assert all(len(run["loss_every_10"]) == 1 for run in results["runs"])
     table = summarize(results)
@@ -101,12 +138,30 @@ def test_run_comparison_and_summarize_cover_every_setting():
 def test_shipped_results_are_complete_and_reproducible():
     results = load_comparison()
     assert results == json.loads(RESULTS_FILE.read_text())
-    expected = {(p, w, lr, s) for p in PLACEMENTS for w in results["warmups"] for lr in results["lrs"]
-                for s in results["seeds"]}
-    assert {(r["placement"], r["warmup"], r["lr"], r["seed"]) for r in results["runs"]} == expected
+    expected = {
+        (p, w, lr, s)
+        for p in PLACEMENTS
+        for w in results["warmups"]
+        for lr in results["lrs"]
+        for s in results["seeds"]
+    }
+    assert {
+        (r["placement"], r["warmup"], r["lr"], r["seed"])
+        for r in results["runs"]
+    } == expected
     # Re-run the cheapest configuration and compare with the shipped numbers.
-    run = next(r for r in results["runs"] if r["placement"] == "post-LN" and r["warmup"] == 0
-               and r["lr"] == min(results["lrs"]) and r["seed"] == 0)
-    again = train_placement("post-LN", run["lr"], 0, results["steps"], seed=0, **results["sizes"])
+    run = next(
+        r
+        for r in results["runs"]
+        if r["placement"] == "post-LN"
+        and r["warmup"] == 0
+        and r["lr"] == min(results["lrs"])
+        and r["seed"] == 0
+    )
+    again = train_placement(
+        "post-LN", run["lr"], 0, results["steps"], seed=0, **results["sizes"]
+    )
     assert again["eval_loss"] == pytest.approx(run["eval_loss"], abs=1e-4)
-    assert again["eval_accuracy"] == pytest.approx(run["eval_accuracy"], abs=2e-3)
+    assert again["eval_accuracy"] == pytest.approx(
+        run["eval_accuracy"], abs=2e-3
+    )

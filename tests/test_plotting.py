@@ -13,19 +13,27 @@ from attnbook import show_heatmaps  # noqa: E402
 
 
 def test_grid_layout_and_pixel_values():
-    matrices = torch.arange(2 * 3 * 4 * 5, dtype=torch.float32).reshape(2, 3, 4, 5)
+    matrices = torch.arange(2 * 3 * 4 * 5, dtype=torch.float32).reshape(
+        2, 3, 4, 5
+    )
     fig = show_heatmaps(matrices, titles=["a", "b", "c"])
     panels = [ax for ax in fig.axes if ax.images]
     assert len(panels) == 6
     # Each panel shows exactly its own matrix, row-major: queries down, keys across.
     for index, ax in enumerate(panels):
-        np.testing.assert_array_equal(ax.images[0].get_array(), matrices.reshape(6, 4, 5)[index].numpy())
+        np.testing.assert_array_equal(
+            ax.images[0].get_array(), matrices.reshape(6, 4, 5)[index].numpy()
+        )
     assert [ax.get_title() for ax in panels[:3]] == ["a", "b", "c"]
     plt.close(fig)
 
 
 def test_single_matrix_and_tick_labels():
-    fig = show_heatmaps([[0.2, 0.8], [0.5, 0.5]], xticklabels=["k1", "k2"], yticklabels=["q1", "q2"])
+    fig = show_heatmaps(
+        [[0.2, 0.8], [0.5, 0.5]],
+        xticklabels=["k1", "k2"],
+        yticklabels=["q1", "q2"],
+    )
     ax = [a for a in fig.axes if a.images][0]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["k1", "k2"]
     assert ax.images[0].get_clim() == pytest.approx((0.0, 0.8))

@@ -8,9 +8,21 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnbook import AdditiveScore, PointerNetwork, masked_softmax, pretrained_sorter, sorting_batch
-from attnbook.tasks.sorting import load_sorter, save_sorter, scale_to_unit, sorting_accuracy, train_sorter
+from attnbook import (
+    AdditiveScore,
+    PointerNetwork,
+    masked_softmax,
+    pretrained_sorter,
+    sorting_batch,
+)
 from attnbook.nn.pointer import not_chosen_mask
+from attnbook.tasks.sorting import (
+    load_sorter,
+    save_sorter,
+    scale_to_unit,
+    sorting_accuracy,
+    train_sorter,
+)
 
 
 def small_model(seed=0, hidden_dim=8):
@@ -20,7 +32,9 @@ def small_model(seed=0, hidden_dim=8):
 
 def is_permutation(rows: torch.Tensor) -> bool:
     n = rows.shape[1]
-    return torch.equal(rows.sort(dim=1).values, torch.arange(n).expand_as(rows))
+    return torch.equal(
+        rows.sort(dim=1).values, torch.arange(n).expand_as(rows)
+    )
 
 
 # ---------------------------------------------------------------- sorting_batch
@@ -43,11 +57,19 @@ def test_sorting_batch_is_seeded():
     assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
     assert not torch.equal(a[0], c[0])
     # Same draw as torch.rand with that generator.
-    assert torch.equal(a[0], torch.rand(4, 5, generator=torch.Generator().manual_seed(11)))
+    assert torch.equal(
+        a[0], torch.rand(4, 5, generator=torch.Generator().manual_seed(11))
+    )
 
 
-@pytest.mark.parametrize("kwargs, message", [({"batch_size": 0, "n": 3}, "batch_size"), ({"batch_size": 2, "n": 0}, "n must"),
-                                             ({"batch_size": 2, "n": 2.5}, "2.5")])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"batch_size": 0, "n": 3}, "batch_size"),
+        ({"batch_size": 2, "n": 0}, "n must"),
+        ({"batch_size": 2, "n": 2.5}, "2.5"),
+    ],
+)
 def test_sorting_batch_bad_sizes(kwargs, message):
     with pytest.raises(ValueError, match=message):
         sorting_batch(**kwargs)
@@ -57,17 +79,24 @@ def test_sorting_batch_bad_sizes(kwargs, message):
 
 
 @settings(max_examples=40, deadline=None)
-@given(batch=st.integers(1, 4), n=st.integers(1, 9), seed=st.integers(0, 10_000))
+@given(
+    batch=st.integers(1, 4), n=st.integers(1, 9), seed=st.integers(0, 10_000)
+)
 def test_decode_untrained_returns_permutations(batch, n, seed):
     model = small_model(seed % 7)
-    x = torch.randn(batch, n, generator=torch.Generator().manual_seed(seed)) * 5
+    x = (
+        torch.randn(batch, n, generator=torch.Generator().manual_seed(seed))
+        * 5
+    )
     positions = model.decode(x)
     assert positions.shape == (batch, n) and positions.dtype == torch.int64
     assert is_permutation(positions)
 
 
 def test_decode_n_equals_one():
-    positions, weights = small_model().decode(torch.tensor([[0.3], [7.0]]), return_weights=True)
+    positions, weights = small_model().decode(
+        torch.tensor([[0.3], [7.0]]), return_weights=True
+    )
     assert torch.equal(positions, torch.zeros(2, 1, dtype=torch.int64))
     assert torch.equal(weights, torch.ones(2, 1, 1))
 
@@ -82,7 +111,9 @@ def manual_decode(model, x):
     W = model.pointer.key_proj.weight
     U = model.pointer.query_proj.weight
     v = model.pointer.v.weight.squeeze(0)
-    embed = lambda values: values.unsqueeze(-1) * model.embed.weight.squeeze(1) + model.embed.bias
+    embed = lambda values: (
+        values.unsqueeze(-1) * model.embed.weight.squeeze(1) + model.embed.bias
+    )
     enc, (h, c) = model.encoder(embed(x).unsqueeze(0))
     enc = enc[0]
     n = x.shape[0]
@@ -91,7 +122,9 @@ def manual_decode(model, x):
     for _ in range(n):
         out, (h, c) = model.decoder(fed.view(1, 1, -1), (h, c))
         h_m = out[0, 0]
-        scores = torch.stack([v @ torch.tanh(W @ enc[j] + U @ h_m) for j in range(n)])
+        scores = torch.stack(
+            [v @ torch.tanh(W @ enc[j] + U @ h_m) for j in range(n)]
+        )
         scores[chosen] = -float("inf")
         weights = torch.softmax(scores, dim=0)
         choice = int(weights.argmax())
@@ -108,7 +141,9 @@ def test_decode_matches_the_formula_step_by_step():
         expected_positions, expected_weights = manual_decode(model, x)
     positions, weights = model.decode(x.unsqueeze(0), return_weights=True)
     assert torch.equal(positions[0], expected_positions)
-    torch.testing.assert_close(weights[0], expected_weights, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(
+        weights[0], expected_weights, atol=1e-6, rtol=1e-5
+    )
 
 
 def test_decode_masks_already_chosen_positions():
@@ -129,20 +164,30 @@ def test_pointer_scores_equal_the_additive_formula():
     model = small_model(2, hidden_dim=6)
     assert isinstance(model.pointer, AdditiveScore)
     g = torch.Generator().manual_seed(4)
-    dec, enc = torch.randn(2, 3, 6, generator=g), torch.randn(2, 4, 6, generator=g)
+    dec, enc = (
+        torch.randn(2, 3, 6, generator=g),
+        torch.randn(2, 4, 6, generator=g),
+    )
     W, U = model.pointer.key_proj.weight, model.pointer.query_proj.weight
     v = model.pointer.v.weight.squeeze(0)
     expected = torch.empty(2, 3, 4)
     for b in range(2):
         for m in range(3):
             for n in range(4):
-                expected[b, m, n] = v @ torch.tanh(W @ enc[b, n] + U @ dec[b, m])
+                expected[b, m, n] = v @ torch.tanh(
+                    W @ enc[b, n] + U @ dec[b, m]
+                )
     with torch.no_grad():
         torch.testing.assert_close(model.pointer_scores(dec, enc), expected)
 
 
 def test_not_chosen_mask_matches_a_loop():
-    target = torch.stack([torch.randperm(6, generator=torch.Generator().manual_seed(s)) for s in range(4)])
+    target = torch.stack(
+        [
+            torch.randperm(6, generator=torch.Generator().manual_seed(s))
+            for s in range(4)
+        ]
+    )
     mask = not_chosen_mask(target)
     for b in range(4):
         for m in range(6):
@@ -170,7 +215,9 @@ def teacher_forced_scores(model, x, target):
     """
     enc, final = model.encode(x)
     chosen = model.embed(x.gather(1, target[:, :-1]).unsqueeze(-1))
-    dec, _ = model.decoder(torch.cat([model.start.expand(x.shape[0], 1, -1), chosen], 1), final)
+    dec, _ = model.decoder(
+        torch.cat([model.start.expand(x.shape[0], 1, -1), chosen], 1), final
+    )
     return model.pointer(dec, enc)
 
 
@@ -178,7 +225,9 @@ def test_teacher_forcing_uses_masked_softmax_on_the_scores():
     model = small_model(4)
     x, target = sorting_batch(3, 5, torch.Generator().manual_seed(1))
     with torch.no_grad():
-        expected = masked_softmax(teacher_forced_scores(model, x, target), not_chosen_mask(target))
+        expected = masked_softmax(
+            teacher_forced_scores(model, x, target), not_chosen_mask(target)
+        )
         torch.testing.assert_close(model(x, target), expected)
 
 
@@ -186,7 +235,9 @@ def test_loss_equals_torch_cross_entropy():
     model = small_model(6)
     x, target = sorting_batch(5, 7, torch.Generator().manual_seed(9))
     with torch.no_grad():
-        scores = teacher_forced_scores(model, x, target).masked_fill(~not_chosen_mask(target), -float("inf"))
+        scores = teacher_forced_scores(model, x, target).masked_fill(
+            ~not_chosen_mask(target), -float("inf")
+        )
         expected = F.cross_entropy(scores.reshape(-1, 7), target.reshape(-1))
         torch.testing.assert_close(model.loss(x, target), expected)
 
@@ -199,11 +250,16 @@ def test_loss_keeps_a_gradient_when_the_true_probability_underflows():
     x, target = sorting_batch(4, 6, torch.Generator().manual_seed(3))
     with torch.no_grad():
         p_true = model(x, target).gather(2, target.unsqueeze(-1))
-    assert (p_true == 0).any()  # log(softmax) would be -inf there; clamping it would zero the gradient
+    assert (
+        p_true == 0
+    ).any()  # log(softmax) would be -inf there; clamping it would zero the gradient
     loss = model.loss(x, target)
     assert torch.isfinite(loss) and loss > 10
     loss.backward()
-    assert torch.isfinite(model.pointer.v.weight.grad).all() and model.pointer.v.weight.grad.abs().sum() > 0
+    assert (
+        torch.isfinite(model.pointer.v.weight.grad).all()
+        and model.pointer.v.weight.grad.abs().sum() > 0
+    )
 
 
 # ---------------------------------------------------------------- training, saving
@@ -221,7 +277,9 @@ def test_training_is_reproducible_bit_for_bit():
 def test_training_lowers_the_loss():
     x, target = sorting_batch(256, 6, torch.Generator().manual_seed(77))
     untrained, _ = train_sorter(hidden_dim=16, steps=0, seed=0)
-    trained, losses = train_sorter(hidden_dim=16, steps=200, batch_size=64, seed=0)
+    trained, losses = train_sorter(
+        hidden_dim=16, steps=200, batch_size=64, seed=0
+    )
     assert len(losses) == 200
     with torch.no_grad():
         assert trained.loss(x, target) < 0.7 * untrained.loss(x, target)
@@ -232,7 +290,11 @@ def test_save_and_load_round_trip(tmp_path):
     path = tmp_path / "m.pt"
     save_sorter(model, path, {"note": "test"})
     loaded, info = load_sorter(path)
-    assert info == {"note": "test"} and loaded.hidden_dim == 8 and not loaded.training
+    assert (
+        info == {"note": "test"}
+        and loaded.hidden_dim == 8
+        and not loaded.training
+    )
     x = torch.rand(3, 6, generator=torch.Generator().manual_seed(0))
     assert torch.equal(loaded.decode(x), model.decode(x))
 
@@ -250,13 +312,21 @@ def sorter():
 def test_pretrained_loads_fast_in_eval_mode(sorter):
     model, info, seconds = sorter
     assert seconds < 10
-    assert isinstance(model, PointerNetwork) and not model.training and model.hidden_dim == 64
-    assert {"recipe", "accuracy"} <= set(info) and "seconds" not in info  # no timing: the file must be reproducible
+    assert (
+        isinstance(model, PointerNetwork)
+        and not model.training
+        and model.hidden_dim == 64
+    )
+    assert {"recipe", "accuracy"} <= set(
+        info
+    ) and "seconds" not in info  # no timing: the file must be reproducible
     from attnbook.tasks.sorting import TRAINING_RECIPE
     from attnbook.train.sorter import weights_digest
 
     # The shipped weights are the ones the training script reported (same digest, same recipe).
-    assert info["recipe"] == TRAINING_RECIPE and info["digest"] == weights_digest(model)
+    assert info["recipe"] == TRAINING_RECIPE and info[
+        "digest"
+    ] == weights_digest(model)
 
 
 def test_pretrained_sorts_the_source_example(sorter):
@@ -269,7 +339,10 @@ def test_pretrained_sorts_the_source_example(sorter):
 # those values by more than the sampling error of 1,000 sequences.
 @pytest.mark.parametrize("n, threshold", [(5, 0.99), (10, 0.985), (15, 0.965)])
 def test_pretrained_accuracy(sorter, n, threshold):
-    assert sorting_accuracy(sorter[0], n, num_sequences=1000, seed=2024 + n) >= threshold
+    assert (
+        sorting_accuracy(sorter[0], n, num_sequences=1000, seed=2024 + n)
+        >= threshold
+    )
 
 
 # ---------------------------------------------------------------- scale_to_unit
@@ -278,7 +351,9 @@ def test_pretrained_accuracy(sorter, n, threshold):
 def test_scale_to_unit_keeps_order_and_range():
     x = torch.tensor([[20.0, 5.0, 10.0], [3.0, 3.0, 3.0], [-1.0, 1e6, 0.0]])
     scaled = scale_to_unit(x)
-    torch.testing.assert_close(scaled[0], torch.tensor([0.9, 0.1, 0.1 + 0.8 * 5 / 15]))
+    torch.testing.assert_close(
+        scaled[0], torch.tensor([0.9, 0.1, 0.1 + 0.8 * 5 / 15])
+    )
     torch.testing.assert_close(scaled[1], torch.full((3,), 0.5))
     for row, original in zip(scaled, x):
         if original.unique().numel() == original.numel():
@@ -294,7 +369,11 @@ def test_scale_to_unit_keeps_order_and_range():
         (torch.rand(5), ValueError, r"1-D tensor of shape \(5,\)"),
         (torch.rand(2, 3, 1), ValueError, r"3-D tensor of shape \(2, 3, 1\)"),
         (torch.rand(2, 0), ValueError, r"at least one number.*\(2, 0\)"),
-        (torch.tensor([[1.0, float("nan")]]), ValueError, r"\(1, 2\) contains NaN"),
+        (
+            torch.tensor([[1.0, float("nan")]]),
+            ValueError,
+            r"\(1, 2\) contains NaN",
+        ),
         (torch.tensor([[1, 2]]), TypeError, "int64"),
         ([[0.1, 0.2]], TypeError, "list"),
     ],
@@ -347,15 +426,24 @@ def test_pointer_view_uses_the_given_model_and_is_fast():
     start = time.perf_counter()
     view = pointer_view("0.3; 9, -2 4.5 7 1 0", model=model)
     figure = plot_pointer(view)
-    assert time.perf_counter() - start < 1.0  # generous on a shared machine; ~20 ms alone
+    assert (
+        time.perf_counter() - start < 1.0
+    )  # generous on a shared machine; ~20 ms alone
     assert view["sorted_numbers"] == sorted(view["numbers"], reverse=True)
     import matplotlib.pyplot as plt
 
     plt.close(figure)
 
 
-@pytest.mark.parametrize("text, message", [("", "at least one number"), ("1, two, 3", "'two' is not a number"),
-                                           ("1, inf", "'inf' is not a finite"), (" ,".join(["1"] * 31), "at most 30")])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("", "at least one number"),
+        ("1, two, 3", "'two' is not a number"),
+        ("1, inf", "'inf' is not a finite"),
+        (" ,".join(["1"] * 31), "at most 30"),
+    ],
+)
 def test_pointer_view_bad_text(text, message):
     from attnbook.widgets.pointer import pointer_view
 
@@ -374,51 +462,96 @@ def test_plot_marks_the_positions_the_mask_hides_at_a_step():
     xs, ys = ax.lines[0].get_data()  # the crosses
     # Before step 3 the pointer has chosen 20 (position 0) and 10 (position 2): both hidden.
     assert sorted(zip(xs, ys)) == [(0, 2), (2, 2)]
-    assert ax.patches[0].get_visible() and ax.patches[0].get_y() == 1.5  # the frame round step 3
+    assert (
+        ax.patches[0].get_visible() and ax.patches[0].get_y() == 1.5
+    )  # the frame round step 3
     assert ax.get_title() == "step 3: points at 2; masked: 1, 3"
     assert fig.get_suptitle() == "output 1, 3, 2  (sorted)"
     # Columns (positions, with the values) then rows (steps, with where they point), as plain text.
-    assert [t.get_text() for t in ax.texts] == ["1 (20)", "2 (5)", "3 (10)", "1 → 1", "2 → 3", "3 → 2"]
+    assert [t.get_text() for t in ax.texts] == [
+        "1 (20)",
+        "2 (5)",
+        "3 (10)",
+        "1 → 1",
+        "2 → 3",
+        "3 → 2",
+    ]
     plt.close(fig)
 
 
 def test_update_moves_the_step_markers_and_redraws_all_only_for_new_numbers():
     import matplotlib.pyplot as plt
 
-    from attnbook.widgets.pointer import plot_pointer, pointer_view, update_pointer_figure
+    from attnbook.widgets.pointer import (
+        plot_pointer,
+        pointer_view,
+        update_pointer_figure,
+    )
 
     view = pointer_view("20, 5, 10")
     fig = plot_pointer(view)  # no step: nothing marked
     ax = fig.axes[0]
-    assert not ax.patches[0].get_visible() and len(ax.lines[0].get_xdata()) == 0 and ax.get_title() == ""
+    assert (
+        not ax.patches[0].get_visible()
+        and len(ax.lines[0].get_xdata()) == 0
+        and ax.get_title() == ""
+    )
     changed = update_pointer_figure(fig, view, step=1)
-    assert update_pointer_figure(fig, pointer_view("20, 5, 10"), step=0) == changed  # same input: same artists
+    assert (
+        update_pointer_figure(fig, pointer_view("20, 5, 10"), step=0)
+        == changed
+    )  # same input: same artists
     assert changed == [ax.patches[0], ax.lines[0], ax.title]
     size = tuple(fig.get_size_inches())
 
     longer = pointer_view("3 1 4 1 5 9 2 6 5 3 5 8 9 7")
     changed_again = update_pointer_figure(fig, longer, step=13)
     # New frame and crosses: a live figure sees other artists and draws the whole figure again.
-    assert changed_again[0] is not changed[0] and changed_again[1] is not changed[1]
+    assert (
+        changed_again[0] is not changed[0]
+        and changed_again[1] is not changed[1]
+    )
     assert changed_again == [ax.patches[0], ax.lines[0], ax.title]
-    assert tuple(fig.get_size_inches()) != size and fig.axes[0] is ax  # resized, same axes
+    assert (
+        tuple(fig.get_size_inches()) != size and fig.axes[0] is ax
+    )  # resized, same axes
     assert ax.images[0].get_array().shape == (14, 14)
     columns = [t.get_text() for t in ax.texts[:14]]
-    assert columns == [str(i) for i in range(1, 15)]  # more than 12 numbers: the positions only
-    assert [t.get_text() for t in ax.texts[14:]] == [f"{m + 1} → {p}" for m, p in enumerate(longer["order"])]
-    assert fig.get_suptitle() == "output " + ", ".join(map(str, longer["order"][:12])) + ", …  (sorted)"
+    assert columns == [
+        str(i) for i in range(1, 15)
+    ]  # more than 12 numbers: the positions only
+    assert [t.get_text() for t in ax.texts[14:]] == [
+        f"{m + 1} → {p}" for m, p in enumerate(longer["order"])
+    ]
+    assert (
+        fig.get_suptitle()
+        == "output "
+        + ", ".join(map(str, longer["order"][:12]))
+        + ", …  (sorted)"
+    )
     xs, ys = ax.lines[0].get_data()
     assert sorted(xs) == sorted(longer["positions"][:13]) and set(ys) == {13}
     hidden = ", ".join(map(str, longer["order"][:10]))
-    assert ax.get_title() == f"step 14: points at {longer['order'][13]}; masked: {hidden}, … (13 in all)"
-    assert update_pointer_figure(fig, longer, step=40)[2].get_text().startswith("step 14:")  # clamped
+    assert (
+        ax.get_title()
+        == f"step 14: points at {longer['order'][13]}; masked: {hidden}, … (13 in all)"
+    )
+    assert (
+        update_pointer_figure(fig, longer, step=40)[2]
+        .get_text()
+        .startswith("step 14:")
+    )  # clamped
     plt.close(fig)
 
 
 def test_explorer_step_slider_counts_from_one_like_the_figure():
     from _pixels import differing_pixels, drawn_in_full
 
-    from attnbook.widgets.pointer import plot_pointer, pointer_explorer, pointer_view
+    from attnbook.widgets.pointer import (
+        plot_pointer,
+        pointer_explorer,
+        pointer_view,
+    )
 
     box = pointer_explorer("20, 5, 10")
     text, step = box.children[0].children
@@ -426,13 +559,22 @@ def test_explorer_step_slider_counts_from_one_like_the_figure():
     first = box.children[1].outputs
     step.value = 3
     assert box.children[1].outputs != first
-    for numbers, at in (("9 1 7 3 5 2 8 4", 5), ("20, 5, 10", 2)):  # new numbers redraw all; a step only its markers
+    for numbers, at in (
+        ("9 1 7 3 5 2 8 4", 5),
+        ("20, 5, 10", 2),
+    ):  # new numbers redraw all; a step only its markers
         text.value = numbers
         step.value = at
-        expected = drawn_in_full(plot_pointer, pointer_view(numbers), step=at - 1)
+        expected = drawn_in_full(
+            plot_pointer, pointer_view(numbers), step=at - 1
+        )
         other = drawn_in_full(plot_pointer, pointer_view(numbers), step=at % 3)
         # The same pixels as a full draw of a fresh figure, and a test that could fail.
-        assert differing_pixels(box.children[1].outputs[0], expected) == 0 < differing_pixels(other, expected)
+        assert (
+            differing_pixels(box.children[1].outputs[0], expected)
+            == 0
+            < differing_pixels(other, expected)
+        )
 
 
 def test_explorer_shows_bad_numbers_as_a_message_and_recovers():
@@ -442,15 +584,23 @@ def test_explorer_shows_bad_numbers_as_a_message_and_recovers():
     text, step = box.children[0].children
     good = box.children[1].outputs[0]["data"]["image/png"]
     text.value = "1, two"
-    assert box.children[1].outputs[0]["data"]["text/plain"] == "<Figure size 400x80 with 1 Axes>"
+    assert (
+        box.children[1].outputs[0]["data"]["text/plain"]
+        == "<Figure size 400x80 with 1 Axes>"
+    )
     step.value = 2  # still the message: the view rejects the text
-    assert box.children[1].outputs[0]["data"]["text/plain"] == "<Figure size 400x80 with 1 Axes>"
+    assert (
+        box.children[1].outputs[0]["data"]["text/plain"]
+        == "<Figure size 400x80 with 1 Axes>"
+    )
     text.value = "20, 5, 10"
     step.value = 1
     assert box.children[1].outputs[0]["data"]["image/png"] == good
 
 
-def test_saved_bytes_do_not_depend_on_the_file_name_or_on_how_the_model_was_made(tmp_path):
+def test_saved_bytes_do_not_depend_on_the_file_name_or_on_how_the_model_was_made(
+    tmp_path,
+):
     """save_sorter writes the same bytes for the same weights and facts, so a retrained file
     can be compared with the shipped one by its SHA-256."""
     import hashlib
@@ -463,5 +613,8 @@ def test_saved_bytes_do_not_depend_on_the_file_name_or_on_how_the_model_was_made
     save_sorter(model, tmp_path / "a.pt", {"recipe": "test"})
     reloaded, info = load_sorter(tmp_path / "a.pt")
     save_sorter(reloaded, tmp_path / "other_name.pt", info)
-    digest = [hashlib.sha256((tmp_path / name).read_bytes()).hexdigest() for name in ("a.pt", "other_name.pt")]
+    digest = [
+        hashlib.sha256((tmp_path / name).read_bytes()).hexdigest()
+        for name in ("a.pt", "other_name.pt")
+    ]
     assert digest[0] == digest[1]

@@ -18,18 +18,25 @@ from attnbook.widgets.self_attention import (
 )
 
 
-def make_layer(embed_dim=6, key_dim=None, value_dim=None, seed=0, dtype=torch.float64):
+def make_layer(
+    embed_dim=6, key_dim=None, value_dim=None, seed=0, dtype=torch.float64
+):
     torch.manual_seed(seed)
     return SelfAttention(embed_dim, key_dim, value_dim).to(dtype)
 
 
 def randn(*shape, seed=1, dtype=torch.float64):
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+    return torch.randn(
+        *shape, generator=torch.Generator().manual_seed(seed), dtype=dtype
+    )
 
 
 def projections(layer, x):
     """Q = X W_q, K = X W_k, V = X W_v written out with the weight matrices."""
-    w_q, w_k, w_v = (p.weight.T for p in (layer.query_proj, layer.key_proj, layer.value_proj))
+    w_q, w_k, w_v = (
+        p.weight.T
+        for p in (layer.query_proj, layer.key_proj, layer.value_proj)
+    )
     return x @ w_q, x @ w_k, x @ w_v
 
 
@@ -43,14 +50,19 @@ def test_dims_default_to_embed_dim_and_shapes_follow():
     assert layer.query_proj.weight.shape == (3, 8)
     assert layer.key_proj.weight.shape == (3, 8)
     assert layer.value_proj.weight.shape == (5, 8)
-    assert all(p.bias is None for p in (layer.query_proj, layer.key_proj, layer.value_proj))
+    assert all(
+        p.bias is None
+        for p in (layer.query_proj, layer.key_proj, layer.value_proj)
+    )
     output, weights = layer(torch.randn(2, 7, 8))
     assert output.shape == (2, 7, 5) and weights.shape == (2, 7, 7)
     assert sum(p.numel() for p in layer.parameters()) == 8 * (3 + 3 + 5)
 
 
 def test_repr_names_the_sizes():
-    assert "embed_dim=4, key_dim=2, value_dim=3" in repr(SelfAttention(4, 2, 3))
+    assert "embed_dim=4, key_dim=2, value_dim=3" in repr(
+        SelfAttention(4, 2, 3)
+    )
 
 
 # ---------------------------------------------------------------- values
@@ -62,10 +74,16 @@ def test_equals_torch_sdpa_on_projected_qkv(key_dim, value_dim):
     x = randn(2, 5, 6)
     output, weights = layer(x)
     q, k, v = projections(layer, x)
-    assert torch.allclose(output, F.scaled_dot_product_attention(q, k, v), atol=1e-12)
+    assert torch.allclose(
+        output, F.scaled_dot_product_attention(q, k, v), atol=1e-12
+    )
     # The weights against the direct formula softmax(Q K^T / sqrt(d_k)), d_k = key size.
     d_k = layer.key_dim
-    assert torch.allclose(weights, torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d_k), dim=-1), atol=1e-12)
+    assert torch.allclose(
+        weights,
+        torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d_k), dim=-1),
+        atol=1e-12,
+    )
 
 
 def test_equals_torch_sdpa_with_a_causal_mask_and_a_padding_mask():
@@ -74,10 +92,20 @@ def test_equals_torch_sdpa_with_a_causal_mask_and_a_padding_mask():
     q, k, v = projections(layer, x)
     causal = torch.ones(5, 5, dtype=torch.bool).tril()
     output, weights = layer(x, mask=causal)
-    assert torch.allclose(output, F.scaled_dot_product_attention(q, k, v, attn_mask=causal), atol=1e-12)
-    assert torch.allclose(output, F.scaled_dot_product_attention(q, k, v, is_causal=True), atol=1e-12)
+    assert torch.allclose(
+        output,
+        F.scaled_dot_product_attention(q, k, v, attn_mask=causal),
+        atol=1e-12,
+    )
+    assert torch.allclose(
+        output,
+        F.scaled_dot_product_attention(q, k, v, is_causal=True),
+        atol=1e-12,
+    )
     assert (weights.masked_select(~causal) == 0).all()
-    padding = lengths_to_mask([5, 3, 1], 5)[:, None, :]  # (B, 1, n): hide padded keys
+    padding = lengths_to_mask([5, 3, 1], 5)[
+        :, None, :
+    ]  # (B, 1, n): hide padded keys
     output, weights = layer(x, mask=padding)
     expected = F.scaled_dot_product_attention(q, k, v, attn_mask=padding)
     assert torch.allclose(output, expected, atol=1e-12)
@@ -91,7 +119,10 @@ def test_each_output_is_the_weighted_sum_of_the_values_written_as_loops():
         output, _ = layer(x)
         q, k, v = projections(layer, x)
     for i in range(5):
-        scores = torch.tensor([float(q[i] @ k[j]) / math.sqrt(3) for j in range(5)], dtype=torch.float64)
+        scores = torch.tensor(
+            [float(q[i] @ k[j]) / math.sqrt(3) for j in range(5)],
+            dtype=torch.float64,
+        )
         alpha = scores.exp() / scores.exp().sum()
         h_i = sum(alpha[j] * v[j] for j in range(5))
         assert torch.allclose(output[i], h_i, atol=1e-12)
@@ -102,7 +133,10 @@ def test_column_convention_formula_of_nndl_gives_the_same_output():
     layer = make_layer(4, key_dim=3, value_dim=5)
     x = randn(6, 4)
     Xc = x.T  # (D_x, N)
-    Q, K, V = (p.weight @ Xc for p in (layer.query_proj, layer.key_proj, layer.value_proj))
+    Q, K, V = (
+        p.weight @ Xc
+        for p in (layer.query_proj, layer.key_proj, layer.value_proj)
+    )
     H = V @ torch.softmax(K.T @ Q / math.sqrt(3), dim=0)
     assert torch.allclose(H, layer(x)[0].T, atol=1e-12)
 
@@ -133,7 +167,9 @@ def test_one_set_of_parameters_serves_every_length():
     for n in (1, 2, 9):
         output, weights = layer(randn(n, 4, seed=n))
         assert output.shape == (n, 4)
-        assert torch.allclose(weights.sum(-1), torch.ones(n, dtype=torch.float64))
+        assert torch.allclose(
+            weights.sum(-1), torch.ones(n, dtype=torch.float64)
+        )
 
 
 def test_gradients_reach_all_three_projections():
@@ -141,7 +177,9 @@ def test_gradients_reach_all_three_projections():
     output, _ = layer(randn(3, 4))
     output.square().sum().backward()
     for proj in (layer.query_proj, layer.key_proj, layer.value_proj):
-        assert proj.weight.grad is not None and proj.weight.grad.abs().sum() > 0
+        assert (
+            proj.weight.grad is not None and proj.weight.grad.abs().sum() > 0
+        )
 
 
 def test_float16_input_with_half_module_stays_finite():
@@ -157,7 +195,9 @@ def test_float16_input_with_half_module_stays_finite():
 # ---------------------------------------------------------------- errors
 
 
-@pytest.mark.parametrize("args", [(0,), (4.0,), (True,), (4, 0), (4, None, -1), (4, 2.5)])
+@pytest.mark.parametrize(
+    "args", [(0,), (4.0,), (True,), (4, 0), (4, None, -1), (4, 2.5)]
+)
 def test_bad_sizes_raise(args):
     with pytest.raises(ValueError, match="must be a positive int"):
         SelfAttention(*args)
@@ -167,13 +207,21 @@ def test_bad_inputs_raise_clear_errors():
     layer = SelfAttention(4)
     with pytest.raises(ValueError, match="x has 5, embed_dim has 4"):
         layer(torch.zeros(2, 3, 5))
-    with pytest.raises(ValueError, match=r"x needs shape \(\.\.\., n, embed_dim\), got \(4,\)"):
+    with pytest.raises(
+        ValueError, match=r"x needs shape \(\.\.\., n, embed_dim\), got \(4,\)"
+    ):
         layer(torch.zeros(4))
-    with pytest.raises(TypeError, match="x must be a floating-point tensor, got dtype torch.int64"):
+    with pytest.raises(
+        TypeError,
+        match="x must be a floating-point tensor, got dtype torch.int64",
+    ):
         layer(torch.zeros(3, 4, dtype=torch.long))
     with pytest.raises(TypeError, match="x must be a torch.Tensor, got list"):
         layer([[0.0] * 4])
-    with pytest.raises(TypeError, match="x has dtype torch.float64 but the parameters have torch.float32"):
+    with pytest.raises(
+        TypeError,
+        match="x has dtype torch.float64 but the parameters have torch.float32",
+    ):
         layer(torch.zeros(3, 4, dtype=torch.float64))
 
 
@@ -182,9 +230,15 @@ def test_bad_masks_raise_clear_errors():
     x = torch.zeros(2, 3, 4)
     with pytest.raises(TypeError, match="boolean"):
         layer(x, torch.ones(3, 3))
-    with pytest.raises(ValueError, match=r"mask of shape \(4, 4\) does not broadcast to \(2, 3, 3\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"mask of shape \(4, 4\) does not broadcast to \(2, 3, 3\)",
+    ):
         layer(x, torch.ones(4, 4, dtype=torch.bool))
-    with pytest.raises(ValueError, match=r"mask of shape \(7, 2, 3, 3\) would enlarge the scores of shape \(2, 3, 3\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"mask of shape \(7, 2, 3, 3\) would enlarge the scores of shape \(2, 3, 3\)",
+    ):
         layer(x, torch.ones(7, 2, 3, 3, dtype=torch.bool))
 
 
@@ -211,7 +265,12 @@ def test_permutation_equivariance(n, d, key_dim, seed):
 
 
 @settings(max_examples=40, deadline=None)
-@given(n=st.integers(1, 7), d=st.integers(1, 6), seed=st.integers(0, 10_000), p_keep=st.floats(0.0, 1.0))
+@given(
+    n=st.integers(1, 7),
+    d=st.integers(1, 6),
+    seed=st.integers(0, 10_000),
+    p_keep=st.floats(0.0, 1.0),
+)
 def test_rows_sum_to_one_or_are_all_masked(n, d, seed, p_keep):
     layer = make_layer(d, seed=seed)
     generator = torch.Generator().manual_seed(seed)
@@ -227,13 +286,22 @@ def test_rows_sum_to_one_or_are_all_masked(n, d, seed, p_keep):
 
 @settings(max_examples=40, deadline=None)
 @given(n=st.integers(2, 7), d=st.integers(2, 8), seed=st.integers(0, 10_000))
-def test_positional_encoding_breaks_equivariance_for_a_repeated_token(n, d, seed):
+def test_positional_encoding_breaks_equivariance_for_a_repeated_token(
+    n, d, seed
+):
     """Two equal tokens: identical rows without positions; different rows with them."""
     layer = make_layer(d, seed=seed)
-    x = torch.randn(n, d, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    x = torch.randn(
+        n,
+        d,
+        generator=torch.Generator().manual_seed(seed),
+        dtype=torch.float64,
+    )
     x[-1] = x[0]
     _, weights = layer(x)
-    assert torch.allclose(weights[0], weights[-1], atol=1e-12, rtol=0)  # equal up to rounding
+    assert torch.allclose(
+        weights[0], weights[-1], atol=1e-12, rtol=0
+    )  # equal up to rounding
     _, weights_pe = layer(x + sinusoidal_encoding(n, d).double())
     assert not torch.allclose(weights_pe[0], weights_pe[-1], atol=1e-9)
 
@@ -253,10 +321,14 @@ def test_toy_layer_shares_query_and_key_projection():
 
 
 def test_view_without_positions_gives_repeated_words_identical_rows():
-    view = self_attention_view("the cat sat on the mat", token=4, positions=False)
+    view = self_attention_view(
+        "the cat sat on the mat", token=4, positions=False
+    )
     assert view["tokens"] == ["the", "cat", "sat", "on", "the", "mat"]
     assert view["copies"] == [0, 4] and view["copy_gap"] < 1e-6
-    assert torch.allclose(view["weights"][0], view["weights"][4], atol=1e-6, rtol=0)
+    assert torch.allclose(
+        view["weights"][0], view["weights"][4], atol=1e-6, rtol=0
+    )
     assert torch.equal(view["row"], view["weights"][4])
     # Against the layer, computed directly from the word vectors.
     x = torch.stack([word_vector(w) for w in view["tokens"]])
@@ -268,22 +340,32 @@ def test_view_without_positions_gives_repeated_words_identical_rows():
 
 
 def test_view_with_positions_separates_the_copies():
-    view = self_attention_view("the cat sat on the mat", token=0, positions=True)
-    x = torch.stack([word_vector(w) for w in view["tokens"]]) + sinusoidal_encoding(6, 16)
+    view = self_attention_view(
+        "the cat sat on the mat", token=0, positions=True
+    )
+    x = torch.stack(
+        [word_vector(w) for w in view["tokens"]]
+    ) + sinusoidal_encoding(6, 16)
     layer = toy_self_attention(16, 0)
     q = layer.query_proj(x).detach()
-    assert torch.allclose(view["weights"], torch.softmax(q @ q.T / 4.0, dim=-1), atol=1e-6)
+    assert torch.allclose(
+        view["weights"], torch.softmax(q @ q.T / 4.0, dim=-1), atol=1e-6
+    )
     gap = (view["weights"][0] - view["weights"][4]).abs().max().item()
     assert view["copy_gap"] == pytest.approx(gap) and gap > 0.01
 
 
 def test_view_of_a_single_occurrence_has_no_gap():
-    view = self_attention_view("the cat sat on the mat", token=1, positions=True)
+    view = self_attention_view(
+        "the cat sat on the mat", token=1, positions=True
+    )
     assert view["copies"] == [1] and view["copy_gap"] == 0.0
 
 
 def test_view_rejects_bad_tokens():
-    with pytest.raises(ValueError, match=r"token must be an index in \[0, 5\], got 6"):
+    with pytest.raises(
+        ValueError, match=r"token must be an index in \[0, 5\], got 6"
+    ):
         self_attention_view("the cat sat on the mat", token=6)
     with pytest.raises(ValueError, match="no words"):
         self_attention_view("   ")
@@ -298,20 +380,41 @@ def test_figure_updates_in_place_and_returns_the_same_artists():
     fig = plot_self_attention(self_attention_view(token=0))
     left, right = fig.axes
     first = update_self_attention_figure(fig, self_attention_view(token=0))
-    assert first == [left.images[0], left.patches[0], left.title, *right.patches, right.title]
+    assert first == [
+        left.images[0],
+        left.patches[0],
+        left.title,
+        *right.patches,
+        right.title,
+    ]
     view = self_attention_view(token=4, positions=True)
     changed = update_self_attention_figure(fig, view)
-    assert [id(a) for a in changed] == [id(a) for a in first]  # the same artists, in the same order
+    assert [id(a) for a in changed] == [
+        id(a) for a in first
+    ]  # the same artists, in the same order
     heights = torch.tensor([bar.get_height() for bar in right.patches])
     assert torch.allclose(heights, view["row"])
-    torch.testing.assert_close(torch.as_tensor(left.images[0].get_array()), view["weights"])
+    torch.testing.assert_close(
+        torch.as_tensor(left.images[0].get_array()), view["weights"]
+    )
     assert left.patches[0].get_y() == 3.5
-    red = [j for j, bar in enumerate(right.patches) if bar.get_facecolor() == matplotlib.colors.to_rgba("tab:red")]
+    red = [
+        j
+        for j, bar in enumerate(right.patches)
+        if bar.get_facecolor() == matplotlib.colors.to_rgba("tab:red")
+    ]
     assert red == view["copies"] == [0, 4]
     assert left.get_title() == "attention matrix, with positions"
-    assert right.get_title() == f"attention row of 4:the; its copies' rows differ by {view['copy_gap']:.3f}"
-    with pytest.raises(ValueError, match="figure has 6 bars but the view has 3 tokens"):
-        update_self_attention_figure(fig, self_attention_view("a b c", token=0))
+    assert (
+        right.get_title()
+        == f"attention row of 4:the; its copies' rows differ by {view['copy_gap']:.3f}"
+    )
+    with pytest.raises(
+        ValueError, match="figure has 6 bars but the view has 3 tokens"
+    ):
+        update_self_attention_figure(
+            fig, self_attention_view("a b c", token=0)
+        )
     plt.close(fig)
 
 
@@ -324,7 +427,15 @@ def test_explorer_shows_the_figure_of_the_current_controls():
     token, positions = box.children[0].children
     token.value = 4
     positions.value = True
-    expected = drawn_in_full(plot_self_attention, self_attention_view(token=4, positions=True))
-    other = drawn_in_full(plot_self_attention, self_attention_view(token=4, positions=False))
+    expected = drawn_in_full(
+        plot_self_attention, self_attention_view(token=4, positions=True)
+    )
+    other = drawn_in_full(
+        plot_self_attention, self_attention_view(token=4, positions=False)
+    )
     # The same pixels as a full draw of a fresh figure, and a test that could fail.
-    assert differing_pixels(box.children[1].outputs[0], expected) == 0 < differing_pixels(other, expected)
+    assert (
+        differing_pixels(box.children[1].outputs[0], expected)
+        == 0
+        < differing_pixels(other, expected)
+    )

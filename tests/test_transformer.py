@@ -7,7 +7,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
-from attnbook import LayerNorm, MultiHeadAttention, PositionalEncoding, TransformerEncoder, TransformerEncoderBlock
+from attnbook import (
+    LayerNorm,
+    MultiHeadAttention,
+    PositionalEncoding,
+    TransformerEncoder,
+    TransformerEncoderBlock,
+)
 from attnbook.nn.encoder import PositionWiseFFN, padding_mask
 
 
@@ -17,7 +23,9 @@ def _gen(seed):
 
 def _torch_layer(d=8, heads=2, ffn=16, seed=0, **kwargs):
     torch.manual_seed(seed)
-    options = dict(batch_first=True, norm_first=False, activation="relu", dropout=0.0)
+    options = dict(
+        batch_first=True, norm_first=False, activation="relu", dropout=0.0
+    )
     options.update(kwargs)
     return nn.TransformerEncoderLayer(d, heads, ffn, **options).eval()
 
@@ -52,7 +60,11 @@ def test_layer_norm_matches_torch_values_and_gradients():
 
 
 def test_layer_norm_state_dict_names_match_torch():
-    assert set(LayerNorm(5).state_dict()) == set(nn.LayerNorm(5).state_dict()) == {"weight", "bias"}
+    assert (
+        set(LayerNorm(5).state_dict())
+        == set(nn.LayerNorm(5).state_dict())
+        == {"weight", "bias"}
+    )
     theirs = _randomize(nn.LayerNorm(5, eps=1e-3), 4)
     ours = LayerNorm(5, eps=1e-3)
     ours.load_state_dict(theirs.state_dict())
@@ -76,7 +88,9 @@ def test_layer_norm_half_precision_matches_torch(dtype):
     x = (torch.randn(5, 8, generator=_gen(8)) * 50).to(dtype)
     y = ours(x)
     assert y.dtype == dtype
-    torch.testing.assert_close(y.float(), theirs(x).float(), atol=2e-2, rtol=2e-2)
+    torch.testing.assert_close(
+        y.float(), theirs(x).float(), atol=2e-2, rtol=2e-2
+    )
 
 
 @settings(max_examples=40, deadline=None)
@@ -87,12 +101,28 @@ def test_layer_norm_half_precision_matches_torch(dtype):
     shift=st.floats(-50.0, 50.0),
     seed=st.integers(0, 10_000),
 )
-def test_layer_norm_gives_mean_zero_variance_one(rows, dim, scale, shift, seed):
-    x = torch.randn(rows, dim, generator=_gen(seed), dtype=torch.float64) * scale + shift
+def test_layer_norm_gives_mean_zero_variance_one(
+    rows, dim, scale, shift, seed
+):
+    x = (
+        torch.randn(rows, dim, generator=_gen(seed), dtype=torch.float64)
+        * scale
+        + shift
+    )
     x[:, 0] += 1.0  # never a constant row (its variance would be 0)
     y = LayerNorm(dim, eps=1e-12).double()(x)
-    torch.testing.assert_close(y.mean(dim=-1), torch.zeros(rows, dtype=torch.float64), atol=1e-9, rtol=0)
-    torch.testing.assert_close(y.var(dim=-1, unbiased=False), torch.ones(rows, dtype=torch.float64), atol=1e-6, rtol=0)
+    torch.testing.assert_close(
+        y.mean(dim=-1),
+        torch.zeros(rows, dtype=torch.float64),
+        atol=1e-9,
+        rtol=0,
+    )
+    torch.testing.assert_close(
+        y.var(dim=-1, unbiased=False),
+        torch.ones(rows, dtype=torch.float64),
+        atol=1e-6,
+        rtol=0,
+    )
 
 
 def test_layer_norm_bad_input():
@@ -102,7 +132,9 @@ def test_layer_norm_bad_input():
         LayerNorm(4)(torch.zeros(2, 4, dtype=torch.long))
     with pytest.raises(ValueError, match="dim must be a positive int, got 0"):
         LayerNorm(0)
-    with pytest.raises(ValueError, match="eps must be a positive finite number, got -1"):
+    with pytest.raises(
+        ValueError, match="eps must be a positive finite number, got -1"
+    ):
         LayerNorm(3, eps=-1)
 
 
@@ -113,8 +145,15 @@ def test_ffn_is_linear_relu_linear():
     torch.manual_seed(0)
     ffn = PositionWiseFFN(4, 10)
     x = torch.randn(2, 3, 4, generator=_gen(9))
-    w1, b1, w2, b2 = ffn.linear1.weight, ffn.linear1.bias, ffn.linear2.weight, ffn.linear2.bias
-    torch.testing.assert_close(ffn(x), torch.clamp(x @ w1.T + b1, min=0) @ w2.T + b2)
+    w1, b1, w2, b2 = (
+        ffn.linear1.weight,
+        ffn.linear1.bias,
+        ffn.linear2.weight,
+        ffn.linear2.bias,
+    )
+    torch.testing.assert_close(
+        ffn(x), torch.clamp(x @ w1.T + b1, min=0) @ w2.T + b2
+    )
 
 
 def test_ffn_bad_input():
@@ -127,7 +166,9 @@ def test_ffn_bad_input():
 
 def _pair(d=8, heads=2, ffn=16, seed=0):
     layer = _randomize(_torch_layer(d, heads, ffn, seed), seed + 100)
-    block = TransformerEncoderBlock(d, heads, ffn).load_torch_weights(layer).eval()
+    block = (
+        TransformerEncoderBlock(d, heads, ffn).load_torch_weights(layer).eval()
+    )
     return block, layer
 
 
@@ -144,7 +185,9 @@ def test_block_matches_torch_with_padding_mask():
     x = torch.randn(4, 6, 12, generator=_gen(11))
     lens = torch.tensor([6, 3, 1, 5])
     keep = padding_mask(lens, 6)
-    theirs = layer(x, src_key_padding_mask=~keep[:, 0, 0])  # torch: True = ignore
+    theirs = layer(
+        x, src_key_padding_mask=~keep[:, 0, 0]
+    )  # torch: True = ignore
     torch.testing.assert_close(block(x, keep), theirs)
     with torch.no_grad():
         fast = layer(x, src_key_padding_mask=~keep[:, 0, 0])
@@ -192,22 +235,35 @@ def test_block_padded_sequences_stay_finite_in_every_dtype(lens, dtype, seed):
     assert torch.isfinite(y).all() and torch.isfinite(weights).all()
     assert (weights[0] == 0).all()  # no real key: no attention at all
     kept_rows = weights.float().sum(-1)[1:][torch.tensor(lens[1:]) > 0]
-    torch.testing.assert_close(kept_rows, torch.ones_like(kept_rows), atol=1e-2, rtol=0)
+    torch.testing.assert_close(
+        kept_rows, torch.ones_like(kept_rows), atol=1e-2, rtol=0
+    )
 
 
 def test_block_bad_input():
     block = TransformerEncoderBlock(8, 2, 16)
-    with pytest.raises(ValueError, match=r"x must have shape \(B, n, embed_dim\), got \(5, 8\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"x must have shape \(B, n, embed_dim\), got \(5, 8\)",
+    ):
         block(torch.zeros(5, 8))
     with pytest.raises(ValueError, match="x has 6, embed_dim has 8"):
         block(torch.zeros(2, 5, 6))
-    with pytest.raises(ValueError, match=r"2-D mask must be \(n, n\) = \(5, 5\), got \(2, 5\)"):
+    with pytest.raises(
+        ValueError, match=r"2-D mask must be \(n, n\) = \(5, 5\), got \(2, 5\)"
+    ):
         block(torch.zeros(2, 5, 8), torch.ones(2, 5, dtype=torch.bool))
     with pytest.raises(TypeError, match="boolean"):
         block(torch.zeros(2, 5, 8), torch.ones(2, 1, 1, 5))
-    with pytest.raises(ValueError, match=r"\(2, 1, 1, 4\) is ambiguous or wrong for multi-head weights \(2, 2, 5, 5\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"\(2, 1, 1, 4\) is ambiguous or wrong for multi-head weights \(2, 2, 5, 5\)",
+    ):
         block(torch.zeros(2, 5, 8), torch.ones(2, 1, 1, 4, dtype=torch.bool))
-    with pytest.raises(ValueError, match=r"embed_dim \(8\) must be divisible by num_heads \(3\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"embed_dim \(8\) must be divisible by num_heads \(3\)",
+    ):
         TransformerEncoderBlock(8, 3, 16)
     with pytest.raises(ValueError, match="dropout must be a number in"):
         TransformerEncoderBlock(8, 2, 16, dropout=1.5)
@@ -221,7 +277,10 @@ def test_load_torch_weights_rejects_other_layers():
         block.load_torch_weights(_torch_layer(norm_first=True))
     with pytest.raises(ValueError, match="ReLU"):
         block.load_torch_weights(_torch_layer(activation="gelu"))
-    with pytest.raises(ValueError, match=r"torch layer has \(8, 2, 32\), this block \(8, 2, 16\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"torch layer has \(8, 2, 32\), this block \(8, 2, 16\)",
+    ):
         block.load_torch_weights(_torch_layer(ffn=32))
     with pytest.raises(ValueError, match="eps differs"):
         block.load_torch_weights(_torch_layer(layer_norm_eps=1e-6))
@@ -232,7 +291,9 @@ def test_block_uses_the_books_multihead_attention():
     assert isinstance(block.self_attn, MultiHeadAttention)
     layer = _torch_layer()
     block.load_torch_weights(layer)
-    torch.testing.assert_close(block.self_attn.in_proj_weight, layer.self_attn.in_proj_weight)
+    torch.testing.assert_close(
+        block.self_attn.in_proj_weight, layer.self_attn.in_proj_weight
+    )
 
 
 # ---------------------------------------------------------------- stacking
@@ -240,7 +301,14 @@ def test_block_uses_the_books_multihead_attention():
 
 def _encoder(seed=0, **kwargs):
     torch.manual_seed(seed)
-    options = dict(vocab_size=11, embed_dim=8, num_heads=2, ffn_dim=16, num_layers=3, max_len=20)
+    options = dict(
+        vocab_size=11,
+        embed_dim=8,
+        num_heads=2,
+        ffn_dim=16,
+        num_layers=3,
+        max_len=20,
+    )
     options.update(kwargs)
     return _randomize(TransformerEncoder(**options), seed + 50).eval()
 
@@ -249,7 +317,10 @@ def test_encoder_is_embedding_positions_then_blocks():
     encoder = _encoder()
     tokens = torch.randint(0, 11, (2, 7), generator=_gen(14))
     lens = torch.tensor([7, 4])
-    x = encoder.embedding.weight[tokens] + PositionalEncoding(8, 20).encoding[:7]
+    x = (
+        encoder.embedding.weight[tokens]
+        + PositionalEncoding(8, 20).encoding[:7]
+    )
     keep = padding_mask(lens, 7)
     expected_weights = []
     for block in encoder.blocks:
@@ -264,7 +335,9 @@ def test_encoder_is_embedding_positions_then_blocks():
 def test_encoder_stack_matches_torch_encoder():
     encoder = _encoder(seed=1)
     layer = _torch_layer()
-    stack = nn.TransformerEncoder(layer, num_layers=3, enable_nested_tensor=False).eval()
+    stack = nn.TransformerEncoder(
+        layer, num_layers=3, enable_nested_tensor=False
+    ).eval()
     for i, (ours, theirs) in enumerate(zip(encoder.blocks, stack.layers)):
         _randomize(theirs, 200 + i)
         ours.load_torch_weights(theirs)
@@ -279,7 +352,9 @@ def test_encoder_padding_does_not_change_real_tokens():
     encoder = _encoder(seed=2)
     tokens = torch.randint(1, 11, (1, 4), generator=_gen(16))
     padded = torch.cat([tokens, torch.zeros(1, 3, dtype=torch.long)], dim=1)
-    torch.testing.assert_close(encoder(padded, torch.tensor([4]))[:, :4], encoder(tokens))
+    torch.testing.assert_close(
+        encoder(padded, torch.tensor([4]))[:, :4], encoder(tokens)
+    )
 
 
 def test_encoder_bad_input():
@@ -288,20 +363,33 @@ def test_encoder_bad_input():
         encoder(torch.tensor([[1, 11]]))
     with pytest.raises(TypeError, match="integer ids"):
         encoder(torch.zeros(1, 3))
-    with pytest.raises(ValueError, match=r"tokens must have shape \(B, n\), got \(3,\)"):
+    with pytest.raises(
+        ValueError, match=r"tokens must have shape \(B, n\), got \(3,\)"
+    ):
         encoder(torch.tensor([1, 2, 3]))
-    with pytest.raises(ValueError, match=r"valid_lens of shape \(3,\) must give one length per sequence \(2\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"valid_lens of shape \(3,\) must give one length per sequence \(2\)",
+    ):
         encoder(torch.ones(2, 3, dtype=torch.long), torch.tensor([1, 2, 3]))
-    with pytest.raises(ValueError, match="sequence length 21 exceeds max_len 20"):
+    with pytest.raises(
+        ValueError, match="sequence length 21 exceeds max_len 20"
+    ):
         encoder(torch.ones(1, 21, dtype=torch.long))
-    with pytest.raises(ValueError, match=r"valid length 4 is outside \[0, 3\]"):
+    with pytest.raises(
+        ValueError, match=r"valid length 4 is outside \[0, 3\]"
+    ):
         encoder(torch.ones(1, 3, dtype=torch.long), [4])
 
 
 def test_padding_mask_shape_and_values():
     keep = padding_mask([2, 0, 3], 3)
     assert keep.shape == (3, 1, 1, 3)
-    assert keep[:, 0, 0].tolist() == [[True, True, False], [False, False, False], [True, True, True]]
+    assert keep[:, 0, 0].tolist() == [
+        [True, True, False],
+        [False, False, False],
+        [True, True, True],
+    ]
 
 
 def test_erratum_scaling_by_hidden_size_does_not_match_torch():
@@ -309,7 +397,9 @@ def test_erratum_scaling_by_hidden_size_does_not_match_torch():
     mha = nn.MultiheadAttention(8, 4, batch_first=True).eval()
     x = torch.randn(1, 5, 8, generator=_gen(17))
     _, torch_weights = mha(x, x, x, average_attn_weights=False)
-    q, k, _ = F.linear(x, mha.in_proj_weight, mha.in_proj_bias).chunk(3, dim=-1)
+    q, k, _ = F.linear(x, mha.in_proj_weight, mha.in_proj_bias).chunk(
+        3, dim=-1
+    )
     q, k = (t.unflatten(-1, (4, 2)).transpose(1, 2) for t in (q, k))
     right = torch.softmax(q @ k.transpose(-2, -1) / 2**0.5, dim=-1)
     wrong = torch.softmax(q @ k.transpose(-2, -1) / 8**0.5, dim=-1)

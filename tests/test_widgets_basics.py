@@ -8,21 +8,33 @@ import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 
 from attnbook import nadaraya_watson, regression_data  # noqa: E402
-from attnbook.widgets.basics import kernel_regression_explorer, kernel_regression_view, plot_kernel_regression  # noqa: E402
+from attnbook.widgets.basics import (
+    kernel_regression_explorer,
+    kernel_regression_view,
+    plot_kernel_regression,
+)  # noqa: E402
 
 
 def test_view_matches_nadaraya_watson_directly():
     view = kernel_regression_view(bandwidth=0.7, n_train=30)
     x_train, y_train, x_test, y_true = regression_data(n_train=30)
-    expected, weights = nadaraya_watson(x_test, x_train, y_train, bandwidth=0.7)
+    expected, weights = nadaraya_watson(
+        x_test, x_train, y_train, bandwidth=0.7
+    )
     torch.testing.assert_close(view["predictions"], expected)
     torch.testing.assert_close(view["weights"], weights)
     assert abs(view["mse"] - float(((expected - y_true) ** 2).mean())) < 1e-7
 
 
 def test_view_reacts_to_its_controls():
-    narrow, wide = kernel_regression_view(bandwidth=0.1), kernel_regression_view(bandwidth=2.0)
-    assert narrow["weights"].max(dim=1).values.mean() > wide["weights"].max(dim=1).values.mean()
+    narrow, wide = (
+        kernel_regression_view(bandwidth=0.1),
+        kernel_regression_view(bandwidth=2.0),
+    )
+    assert (
+        narrow["weights"].max(dim=1).values.mean()
+        > wide["weights"].max(dim=1).values.mean()
+    )
     assert kernel_regression_view(n_train=80)["weights"].shape == (100, 80)
 
 
@@ -30,7 +42,9 @@ def test_plot_shows_the_view():
     view = kernel_regression_view()
     fig = plot_kernel_regression(view)
     left = fig.axes[0]
-    torch.testing.assert_close(torch.as_tensor(left.lines[1].get_ydata()), view["predictions"])
+    torch.testing.assert_close(
+        torch.as_tensor(left.lines[1].get_ydata()), view["predictions"]
+    )
     plt.close(fig)
 
 
@@ -58,8 +72,14 @@ def test_builder_output_is_a_png_of_the_current_figure():
     png = base64.b64decode(stored["data"]["image/png"])
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = Image.open(io.BytesIO(png)).size
-    assert (width, height) == (10 * EXPLORER_DPI, round(3.6 * EXPLORER_DPI))  # the figure is 10 x 3.6 inches
-    assert stored["data"]["text/plain"] == f"<Figure size {width}x{height} with 3 Axes>"
+    assert (width, height) == (
+        10 * EXPLORER_DPI,
+        round(3.6 * EXPLORER_DPI),
+    )  # the figure is 10 x 3.6 inches
+    assert (
+        stored["data"]["text/plain"]
+        == f"<Figure size {width}x{height} with 3 Axes>"
+    )
 
 
 def test_a_move_updates_the_figure_behind_the_explorer():
@@ -68,6 +88,8 @@ def test_a_move_updates_the_figure_behind_the_explorer():
     n_train.value = 120
     left, right, _ = box.live_figure.figure.axes
     expected = kernel_regression_view(bandwidth=0.3, n_train=120)
-    torch.testing.assert_close(torch.as_tensor(left.lines[1].get_ydata()), expected["predictions"])
+    torch.testing.assert_close(
+        torch.as_tensor(left.lines[1].get_ydata()), expected["predictions"]
+    )
     assert right.images[0].get_array().shape == (100, 120)
     assert "100 queries × 120 keys" in right.get_title()

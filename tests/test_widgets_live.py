@@ -34,16 +34,24 @@ def differing_fraction(a: dict, b: dict) -> float:
 EXPLORERS = [
     (module_name, builder_name)
     for module_name in bench_widgets.widget_modules()
-    for builder_name in bench_widgets.explorer_builders(importlib.import_module(module_name))
+    for builder_name in bench_widgets.explorer_builders(
+        importlib.import_module(module_name)
+    )
 ]
 
 
-@pytest.mark.parametrize("module_name, builder_name", EXPLORERS, ids=[b for _, b in EXPLORERS])
+@pytest.mark.parametrize(
+    "module_name, builder_name", EXPLORERS, ids=[b for _, b in EXPLORERS]
+)
 def test_every_move_shows_what_a_full_draw_shows(module_name, builder_name):
     module = importlib.import_module(module_name)
-    box, _ = bench_widgets.build_explorer(module, getattr(module, builder_name))
+    box, _ = bench_widgets.build_explorer(
+        module, getattr(module, builder_name)
+    )
     live = getattr(box, "live_figure", None)
-    assert isinstance(live, LiveFigure), f"{builder_name} does not redraw in place (live_explorer)"
+    assert isinstance(live, LiveFigure), (
+        f"{builder_name} does not redraw in place (live_explorer)"
+    )
     output = box.children[1]
     moves = 0
     for control in bench_widgets.explorer_controls(box):
@@ -53,30 +61,46 @@ def test_every_move_shows_what_a_full_draw_shows(module_name, builder_name):
             control.value = value
             (shown,) = output.outputs
             if value != start:
-                assert output.outputs != before, f"moving {control.description!r} to {value!r} changed nothing"
+                assert output.outputs != before, (
+                    f"moving {control.description!r} to {value!r} changed nothing"
+                )
             fraction = differing_fraction(shown, live.full_output())
-            assert fraction < 0.0005, f"after {control.description!r} = {value!r}: {fraction:.2%} of pixels differ"
+            assert fraction < 0.0005, (
+                f"after {control.description!r} = {value!r}: {fraction:.2%} of pixels differ"
+            )
             moves += 1
     assert moves >= 2
 
 
-@pytest.mark.parametrize("module_name, builder_name", EXPLORERS, ids=[b for _, b in EXPLORERS])
-def test_slider_moves_never_redraw_the_whole_figure(module_name, builder_name, monkeypatch):
+@pytest.mark.parametrize(
+    "module_name, builder_name", EXPLORERS, ids=[b for _, b in EXPLORERS]
+)
+def test_slider_moves_never_redraw_the_whole_figure(
+    module_name, builder_name, monkeypatch
+):
     """Only a typed input (which may change the figure's size) may draw everything again."""
     import ipywidgets as widgets
 
     module = importlib.import_module(module_name)
-    box, _ = bench_widgets.build_explorer(module, getattr(module, builder_name))
+    box, _ = bench_widgets.build_explorer(
+        module, getattr(module, builder_name)
+    )
     full_draws = []
     redraw = LiveFigure._draw_background
-    monkeypatch.setattr(LiveFigure, "_draw_background", lambda self, changing: full_draws.append(1) or redraw(self, changing))
+    monkeypatch.setattr(
+        LiveFigure,
+        "_draw_background",
+        lambda self, changing: full_draws.append(1) or redraw(self, changing),
+    )
     for control in bench_widgets.explorer_controls(box):
         if isinstance(control, widgets.Text):
             continue
         start = control.value
         for value in bench_widgets.control_moves(control) + [start]:
             control.value = value
-            assert not full_draws, f"moving {control.description!r} to {value!r} redrew the whole figure"
+            assert not full_draws, (
+                f"moving {control.description!r} to {value!r} redrew the whole figure"
+            )
 
 
 def test_a_forgotten_artist_is_caught():
@@ -94,12 +118,21 @@ def test_a_forgotten_artist_is_caught():
         return [line]  # the title is missing
 
     slider = widgets.FloatSlider(value=0.0, min=-1, max=1, step=0.5)
-    box = live_explorer({"height": slider}, lambda height: height, lambda height: fig, update)
+    box = live_explorer(
+        {"height": slider}, lambda height: height, lambda height: fig, update
+    )
     box.children[0].children[0].value = 0.5
-    assert differing_fraction(box.children[1].outputs[0], box.live_figure.full_output()) > 0.0005
+    assert (
+        differing_fraction(
+            box.children[1].outputs[0], box.live_figure.full_output()
+        )
+        > 0.0005
+    )
 
 
-def test_input_the_code_rejects_shows_its_message_and_the_next_move_recovers(monkeypatch):
+def test_input_the_code_rejects_shows_its_message_and_the_next_move_recovers(
+    monkeypatch,
+):
     import ipywidgets as widgets
     import matplotlib.pyplot as plt
 
@@ -110,7 +143,9 @@ def test_input_the_code_rejects_shows_its_message_and_the_next_move_recovers(mon
     ax.set_ylim(0, 10)
 
     def view(text):
-        heights = [float(part) for part in text.split(",")]  # "x" -> ValueError
+        heights = [
+            float(part) for part in text.split(",")
+        ]  # "x" -> ValueError
         if len(heights) != 3:
             raise ValueError(f"need 3 numbers, got {len(heights)}")
         return heights
@@ -121,11 +156,23 @@ def test_input_the_code_rejects_shows_its_message_and_the_next_move_recovers(mon
         return list(bars)
 
     shown = []
-    monkeypatch.setattr(live_module, "message_figure", lambda message: shown.append(message) or plt.figure())
-    box = live_explorer({"text": widgets.Text(value="1, 2, 3")}, view, lambda heights: fig, update)
+    monkeypatch.setattr(
+        live_module,
+        "message_figure",
+        lambda message: shown.append(message) or plt.figure(),
+    )
+    box = live_explorer(
+        {"text": widgets.Text(value="1, 2, 3")},
+        view,
+        lambda heights: fig,
+        update,
+    )
     text, output = box.children[0].children[0], box.children[1]
     text.value = "1, 2"
     assert shown == ["need 3 numbers, got 2"]
     text.value = "4, 5, 6"
     assert [bar.get_height() for bar in bars] == [4.0, 5.0, 6.0]
-    assert differing_fraction(output.outputs[0], box.live_figure.full_output()) == 0.0
+    assert (
+        differing_fraction(output.outputs[0], box.live_figure.full_output())
+        == 0.0
+    )

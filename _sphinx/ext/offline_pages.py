@@ -1,9 +1,11 @@
-"""Sphinx extension: keep the built pages free of scripts the offline book never uses.
+"""Sphinx extension: keep the built pages free of scripts the offline book
+never uses.
 
-Jupyter Book 1.x always loads sphinx-thebe (live code via a remote Binder kernel).
-The book does not use it (thebe is off in _config.yml), yet its configuration
-script is injected twice per page, which raises "Identifier 'THEBE_JS_URL' has
-already been declared", and it names a CDN URL. This removes both thebe scripts.
+Jupyter Book 1.x always loads sphinx-thebe (live code via a remote Binder
+kernel). The book does not use it (thebe is off in _config.yml), yet its
+configuration script is injected twice per page, which raises "Identifier
+'THEBE_JS_URL' has already been declared", and it names a CDN URL. This removes
+both thebe scripts.
 """
 
 
@@ -15,7 +17,11 @@ def _is_thebe(script) -> bool:
 
 def drop_thebe_scripts(app, pagename, templatename, context, doctree):
     if "script_files" in context:
-        context["script_files"] = [script for script in context["script_files"] if not _is_thebe(script)]
+        context["script_files"] = [
+            script
+            for script in context["script_files"]
+            if not _is_thebe(script)
+        ]
 
 
 def setup(app):

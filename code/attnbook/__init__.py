@@ -1,43 +1,72 @@
 """attnbook: the code of *Attention, from Scratch*.
 
-The tree is the architecture. Layers, bottom up; each imports only its own layer and
-the ones below it (tests/test_layout.py checks it):
+The tree is the architecture. Layers, bottom up; each imports only its own
+layer and the ones below it (tests/test_layout.py checks it):
 
-  measure       agreement within a tolerance, timing, memory, parameter counts, threads
-  core          attention as tensor functions: masking, scoring, attention, kernel
-                regression, positional, rotary, chunked
-  nn            modules: multi-head and self-attention, the Transformer encoder and
-                decoder, the RNN encoder-decoder, pointer networks
-  tasks         the chapters' tasks and data and the trained models that solve them
-  experiments   what a chapter measures: score scaling, hard-attention training,
-                complexity, norm placement, attention memory
-  train         ``python -m attnbook.train.<model>``: the recipes of the shipped weights
-  display       figures, diagrams, syntax-coloured listings
-  widgets       the explorers, one module per chapter (needs ipywidgets)
+  measure      agreement within a tolerance, timing, memory, parameter
+               counts, threads
+  core         attention as tensor functions: masking, scoring, attention,
+               kernel regression, positional, rotary, chunked
+  nn           modules: multi-head and self-attention, the Transformer
+               encoder and decoder, the RNN encoder-decoder, pointer networks
+  tasks        the chapters' tasks and data, and the trained models that
+               solve them
+  experiments  what a chapter measures: score scaling, hard-attention
+               training, complexity, norm placement, attention memory
+  train        ``python -m attnbook.train.<model>``: the recipes of the
+               shipped weights
+  display      figures, diagrams, syntax-coloured listings
+  widgets      the explorers, one module per chapter (needs ipywidgets)
 
-``_checks`` (argument checks) and ``_weights`` (pinned weight files) serve every layer.
-The names below are the book's public API: ``from attnbook import attention``. The
-rest is imported from its module, e.g.
+``_checks`` (argument checks) and ``_weights`` (pinned weight files) serve
+every layer. The names below are the book's public API:
+``from attnbook import attention``. The rest is imported from its module, e.g.
 ``from attnbook.tasks.order_classifier import train_order_classifier``.
 """
 
 from ._checks import matrix_memory_limit, set_matrix_memory_limit
 from .core.attention import attention, attention_weights, hard_attention
 from .core.chunked import chunked_attention
-from .measure.compare import agreement
-from .nn.decoder import EncoderDecoderTransformer, TransformerDecoder, TransformerDecoderBlock, causal_mask
-from .core.kernel_regression import gaussian_scores, nadaraya_watson, regression_data, regression_target
+from .core.kernel_regression import (
+    gaussian_scores,
+    nadaraya_watson,
+    regression_data,
+    regression_target,
+)
 from .core.masking import lengths_to_mask, masked_softmax
-from .nn.multihead import MultiHeadAttention, merge_heads, split_heads
+from .core.positional import (
+    LearnedPositionalEmbedding,
+    PositionalEncoding,
+    position_shift_matrix,
+    sinusoidal_encoding,
+)
+from .core.rotary import apply_rotary
+from .core.scoring import (
+    AdditiveScore,
+    BilinearScore,
+    dot_score,
+    scaled_dot_score,
+)
 from .display.figures import sharp_figures, show_heatmaps
 from .display.listing import show_source
+from .measure.compare import agreement
+from .nn.decoder import (
+    EncoderDecoderTransformer,
+    TransformerDecoder,
+    TransformerDecoderBlock,
+    causal_mask,
+)
+from .nn.encoder import (
+    LayerNorm,
+    PositionWiseFFN,
+    TransformerEncoder,
+    TransformerEncoderBlock,
+    padding_mask,
+)
+from .nn.multihead import MultiHeadAttention, merge_heads, split_heads
 from .nn.pointer import PointerNetwork
-from .tasks.sorting import pretrained_sorter, sorting_batch
-from .core.positional import LearnedPositionalEmbedding, PositionalEncoding, position_shift_matrix, sinusoidal_encoding
-from .core.rotary import apply_rotary
-from .core.scoring import AdditiveScore, BilinearScore, dot_score, scaled_dot_score
 from .nn.self_attention import SelfAttention
-from .nn.encoder import LayerNorm, PositionWiseFFN, TransformerEncoder, TransformerEncoderBlock, padding_mask
+from .tasks.sorting import pretrained_sorter, sorting_batch
 
 __all__ = [
     "AdditiveScore",

@@ -1,4 +1,5 @@
-"""Input checks shared by every module: clear errors instead of deep torch errors."""
+"""Input checks shared by every module: clear errors instead of deep torch
+errors."""
 
 import torch
 
@@ -6,7 +7,9 @@ import torch
 def require_tensor(name: str, value) -> torch.Tensor:
     """Raise ``TypeError`` unless ``value`` is a tensor."""
     if not isinstance(value, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+        raise TypeError(
+            f"{name} must be a torch.Tensor, got {type(value).__name__}"
+        )
     return value
 
 
@@ -14,33 +17,47 @@ def require_float(name: str, value) -> torch.Tensor:
     """Raise ``TypeError`` unless ``value`` is a floating-point tensor."""
     require_tensor(name, value)
     if not value.is_floating_point():
-        raise TypeError(f"{name} must be a floating-point tensor, got dtype {value.dtype}")
+        raise TypeError(
+            f"{name} must be a floating-point tensor, got dtype {value.dtype}"
+        )
     return value
 
 
-def require_bool_mask(mask, target_shape: torch.Size, name: str = "mask") -> torch.Tensor:
+def require_bool_mask(
+    mask, target_shape: torch.Size, name: str = "mask"
+) -> torch.Tensor:
     """Check that ``mask`` is boolean and broadcasts to ``target_shape``."""
     require_tensor(name, mask)
     if mask.dtype != torch.bool:
-        raise TypeError(f"{name} must be a boolean tensor (True = keep), got dtype {mask.dtype}")
+        raise TypeError(
+            f"{name} must be a boolean tensor (True = keep), got dtype "
+            f"{mask.dtype}"
+        )
     try:
         torch.broadcast_shapes(mask.shape, target_shape)
     except RuntimeError:
         raise ValueError(
-            f"{name} of shape {tuple(mask.shape)} does not broadcast to {tuple(target_shape)}"
+            f"{name} of shape {tuple(mask.shape)} does not broadcast to "
+            f"{tuple(target_shape)}"
         ) from None
     if torch.broadcast_shapes(mask.shape, target_shape) != target_shape:
         raise ValueError(
-            f"{name} of shape {tuple(mask.shape)} would enlarge the scores of shape "
+            f"{name} of shape {tuple(mask.shape)} would enlarge the scores of "
+            "shape "
             f"{tuple(target_shape)}"
         )
     return mask
 
 
-def require_same_size(what: str, name_a: str, size_a: int, name_b: str, size_b: int) -> None:
-    """Raise ``ValueError`` naming both sizes when two sizes that must match differ."""
+def require_same_size(
+    what: str, name_a: str, size_a: int, name_b: str, size_b: int
+) -> None:
+    """Raise ``ValueError`` naming both sizes when two sizes that must match
+    differ."""
     if size_a != size_b:
-        raise ValueError(f"{what} must match: {name_a} has {size_a}, {name_b} has {size_b}")
+        raise ValueError(
+            f"{what} must match: {name_a} has {size_a}, {name_b} has {size_b}"
+        )
 
 
 def require_positive(name: str, value: float) -> float:
@@ -48,74 +65,104 @@ def require_positive(name: str, value: float) -> float:
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         raise TypeError(f"{name} must be a number, got {type(value).__name__}")
     if not value > 0 or value == float("inf"):
-        raise ValueError(f"{name} must be a positive finite number, got {value}")
+        raise ValueError(
+            f"{name} must be a positive finite number, got {value}"
+        )
     return value
 
 
 def require_sequences(**tensors: torch.Tensor) -> None:
-    """Float tensors shaped (..., n, d) whose batch dimensions (...) broadcast together.
+    """Float tensors shaped (..., n, d) whose batch dimensions (...) broadcast
+    together.
 
-    Called with keyword arguments, e.g. ``require_sequences(keys=keys, values=values)``,
-    so that every message names the argument at fault and its shape.
+    Called with keyword arguments, e.g.
+    ``require_sequences(keys=keys, values=values)``, so that every message
+    names the argument at fault and its shape.
     """
     for name, tensor in tensors.items():
         require_float(name, tensor)
         if tensor.dim() < 2:
-            raise ValueError(f"{name} need shape (..., n, d), got {tuple(tensor.shape)}")
+            raise ValueError(
+                f"{name} need shape (..., n, d), got {tuple(tensor.shape)}"
+            )
     try:
-        torch.broadcast_shapes(*(tensor.shape[:-2] for tensor in tensors.values()))
+        torch.broadcast_shapes(
+            *(tensor.shape[:-2] for tensor in tensors.values())
+        )
     except RuntimeError:
-        listed = ", ".join(f"{name} {tuple(tensor.shape[:-2])}" for name, tensor in tensors.items())
-        raise ValueError(f"batch dimensions do not broadcast: {listed}") from None
+        listed = ", ".join(
+            f"{name} {tuple(tensor.shape[:-2])}"
+            for name, tensor in tensors.items()
+        )
+        raise ValueError(
+            f"batch dimensions do not broadcast: {listed}"
+        ) from None
 
 
 def require_int(name: str, value, minimum: int = 1) -> int:
-    """Raise ``ValueError`` unless ``value`` is an int (not a bool) of at least ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        wanted = {1: "a positive int", 0: "a non-negative int"}.get(minimum, f"an int >= {minimum}")
+    """Raise ``ValueError`` unless ``value`` is an int (not a bool) of at
+    least ``minimum``."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or value < minimum
+    ):
+        wanted = {1: "a positive int", 0: "a non-negative int"}.get(
+            minimum, f"an int >= {minimum}"
+        )
         raise ValueError(f"{name} must be {wanted}, got {value!r}")
     return value
 
 
-# ----------------------------------------------------------------------------------------------
-# Shared by every module (issue 11): dtypes, sizes, memory, random state, explorer arguments.
-# ----------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------
+# Shared by every module (issue 11): dtypes, sizes, memory, random state,
+# explorer arguments.
+# ----------------------------------------------------------------------------
 
 HALF_DTYPES = (torch.float16, torch.bfloat16)
 
 
 def compute_dtype(dtype: torch.dtype) -> torch.dtype:
-    """The dtype scores and softmax are computed in: float32 for float16/bfloat16 (as torch does), else ``dtype``."""
+    """The dtype scores and softmax are computed in: float32 for
+    float16/bfloat16 (as torch does), else ``dtype``."""
     return torch.float32 if dtype in HALF_DTYPES else dtype
 
 
 def require_float_dtype(name: str, value) -> torch.dtype:
-    """Raise ``TypeError`` unless ``value`` is a floating-point ``torch.dtype``."""
+    """Raise ``TypeError`` unless ``value`` is a floating-point
+    ``torch.dtype``."""
     if not isinstance(value, torch.dtype) or not value.is_floating_point:
-        raise TypeError(f"{name} must be a floating-point torch.dtype, got {value!r}")
+        raise TypeError(
+            f"{name} must be a floating-point torch.dtype, got {value!r}"
+        )
     return value
 
 
 def require_same_dtype(**tensors: torch.Tensor) -> torch.dtype:
-    """Raise ``TypeError`` naming every dtype unless all tensors share one; returns it.
+    """Raise ``TypeError`` naming every dtype unless all tensors share one;
+    returns it.
 
-    Called with keyword arguments, e.g. ``require_same_dtype(queries=q, keys=k)``.
+    Called with keyword arguments, e.g.
+    ``require_same_dtype(queries=q, keys=k)``.
     """
     dtypes = {name: tensor.dtype for name, tensor in tensors.items()}
     first_name, first = next(iter(dtypes.items()), (None, None))
     for name, dtype in dtypes.items():
         if dtype != first:
             raise TypeError(
-                f"{first_name} and {name} must share a dtype, got {first} and {dtype}; "
+                f"{first_name} and {name} must share a dtype, got {first} and "
+                f"{dtype}; "
                 f"convert one of them, e.g. {name}.to({first})"
             )
     return first
 
 
 def require_module_dtype(module, **tensors: torch.Tensor) -> None:
-    """Raise ``TypeError`` unless every tensor has the dtype of ``module``'s parameters.
+    """Raise ``TypeError`` unless every tensor has the dtype of ``module``'s
+    parameters.
 
-    The message names both dtypes and the two ways out (convert the input or the module).
+    The message names both dtypes and the two ways out (convert the input or
+    the module).
     """
     parameter = next(module.parameters(), None)
     if parameter is None:
@@ -123,43 +170,68 @@ def require_module_dtype(module, **tensors: torch.Tensor) -> None:
     for name, tensor in tensors.items():
         if tensor.dtype != parameter.dtype:
             raise TypeError(
-                f"{name} has dtype {tensor.dtype} but the parameters have {parameter.dtype} "
-                f"(in {type(module).__name__}); convert one of them ({name}.to({parameter.dtype}) or "
+                f"{name} has dtype {tensor.dtype} but the parameters have "
+                f"{parameter.dtype} "
+                f"(in {type(module).__name__}); convert one of them ({name}"
+                f".to({parameter.dtype}) or "
                 f"module.to({tensor.dtype}))"
             )
 
 
 def require_dim(name: str, value) -> int:
-    """A size argument of a layer: an int >= 1 (``ValueError`` for 0, negatives, bools, floats, None)."""
+    """A size argument of a layer: an int >= 1 (``ValueError`` for 0,
+    negatives, bools, floats, None)."""
     return require_int(name, value, minimum=1)
 
 
 def require_probability(name: str, value) -> float:
-    """A dropout-like probability: a number in [0, 1) (``ValueError`` otherwise, also for NaN and bools)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
+    """A dropout-like probability: a number in [0, 1) (``ValueError``
+    otherwise, also for NaN and bools)."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not 0.0 <= value < 1.0
+    ):
         raise ValueError(f"{name} must be a number in [0, 1), got {value!r}")
     return float(value)
 
 
-def require_finite_number(name: str, value, low: float = -float("inf"), high: float = float("inf"),
-                          include_low: bool = True) -> float:
-    """A real number (not a bool, not NaN or inf) in [low, high] (or (low, high] if not include_low).
+def require_finite_number(
+    name: str,
+    value,
+    low: float = -float("inf"),
+    high: float = float("inf"),
+    include_low: bool = True,
+) -> float:
+    """A real number (not a bool, not NaN or inf) in [low, high] (or (low,
+    high] if not include_low).
 
-    Raises ``ValueError`` naming the value: what an explorer's view needs for every float control.
+    Raises ``ValueError`` naming the value: what an explorer's view needs for
+    every float control.
     """
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or abs(value) == float("inf"):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or value != value
+        or abs(value) == float("inf")
+    ):
         raise ValueError(f"{name} must be a finite number, got {value!r}")
     inside = (low <= value if include_low else low < value) and value <= high
     if not inside:
         bracket = "[" if include_low else "("
-        raise ValueError(f"{name} must be in {bracket}{low}, {high}], got {value!r}")
+        raise ValueError(
+            f"{name} must be in {bracket}{low}, {high}], got {value!r}"
+        )
     return value
 
 
 def require_int_in(name: str, value, low: int, high: int) -> int:
-    """An int (not a bool, not a float) in [low, high]: ``ValueError`` naming the range otherwise."""
+    """An int (not a bool, not a float) in [low, high]: ``ValueError``
+    naming the range otherwise."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{name} must be an int in [{low}, {high}], got {value!r}")
+        raise ValueError(
+            f"{name} must be an int in [{low}, {high}], got {value!r}"
+        )
     if not low <= value <= high:
         raise ValueError(f"{name} must be in [{low}, {high}], got {value}")
     return value
@@ -175,20 +247,25 @@ def require_flag(name: str, value) -> bool:
 def require_text(name: str, value) -> str:
     """A text box value: a str."""
     if not isinstance(value, str):
-        raise ValueError(f"{name} must be text (a str), got {type(value).__name__}")
+        raise ValueError(
+            f"{name} must be text (a str), got {type(value).__name__}"
+        )
     return value
 
 
-# Memory: the largest matrix one call may allocate. A reader with more memory can raise it.
+# Memory: the largest matrix one call may allocate. A reader with more memory
+# can raise it.
 _MATRIX_LIMIT = {"bytes": 4 * 2**30}
 
 
 def set_matrix_memory_limit(limit_bytes: int) -> int:
-    """Set the largest score matrix (bytes) a call may allocate; returns the previous limit.
+    """Set the largest score matrix (bytes) a call may allocate; returns the
+    previous limit.
 
-    Plain attention builds an n_q x n_k matrix (additive scores an n_q x n_k x d_a tensor);
-    past this limit it raises a ``MemoryError``-like ``ValueError`` naming the size, instead
-    of letting the allocator fail (or the machine swap). Default 4 GiB.
+    Plain attention builds an n_q x n_k matrix (additive scores an n_q x n_k x
+    d_a tensor); past this limit it raises a ``MemoryError``-like
+    ``ValueError`` naming the size, instead of letting the allocator fail (or
+    the machine swap). Default 4 GiB.
     """
     require_int("limit_bytes", limit_bytes)
     previous, _MATRIX_LIMIT["bytes"] = _MATRIX_LIMIT["bytes"], limit_bytes
@@ -201,7 +278,8 @@ def matrix_memory_limit() -> int:
 
 
 def require_matrix_fits(what: str, shape, dtype: torch.dtype) -> None:
-    """Raise ``ValueError`` before allocating a tensor of ``shape`` and ``dtype`` larger than the limit."""
+    """Raise ``ValueError`` before allocating a tensor of ``shape`` and
+    ``dtype`` larger than the limit."""
     numel = 1
     for size in shape:
         numel *= int(size)
@@ -209,99 +287,159 @@ def require_matrix_fits(what: str, shape, dtype: torch.dtype) -> None:
     limit = _MATRIX_LIMIT["bytes"]
     if size > limit:
         raise ValueError(
-            f"{what} of shape {tuple(int(s) for s in shape)} would take {size / 2**30:,.1f} GiB "
-            f"(limit {limit / 2**30:,.1f} GiB): use attnbook.chunked_attention, which never builds it, "
+            f"{what} of shape {tuple(int(s) for s in shape)} would take "
+            f"{size / 2**30:,.1f} GiB "
+            f"(limit {limit / 2**30:,.1f} GiB): use "
+            "attnbook.chunked_attention, which never builds it, "
             f"or raise the limit with attnbook.set_matrix_memory_limit(bytes)"
         )
 
 
 def keep_global_rng():
-    """A context manager that restores torch's global (CPU) random state on exit.
+    """A context manager that restores torch's global (CPU) random state on
+    exit.
 
-    Library code that initialises modules or seeds torch leaves the reader's random
-    stream as it found it, so a chapter's numbers never depend on which cells ran before.
+    Library code that initialises modules or seeds torch leaves the reader's
+    random stream as it found it, so a chapter's numbers never depend on which
+    cells ran before.
     """
     return torch.random.fork_rng(devices=[])
 
 
-def require_multihead_mask(mask, batch: tuple, num_heads: int, n_q: int, n_k: int, name: str = "mask") -> torch.Tensor:
-    """A mask for multi-head weights (*batch, num_heads, n_q, n_k) that cannot be misread.
+def require_multihead_mask(
+    mask, batch: tuple, num_heads: int, n_q: int, n_k: int, name: str = "mask"
+) -> torch.Tensor:
+    """A mask for multi-head weights (*batch, num_heads, n_q, n_k) that cannot
+    be misread.
 
-    Accepted: 2-D (n_q, n_k), one mask for every sequence and head (e.g. a causal mask);
-    or, for batched inputs, 4-D (B or 1, num_heads or 1, n_q or 1, n_k), e.g. a key-padding
-    mask ``keep[:, None, None, :]`` of shape (B, 1, 1, n_k); for unbatched inputs 3-D
-    (num_heads or 1, n_q or 1, n_k). Anything else, in particular a (B, 1, n_k) padding
-    mask (it would broadcast as (1, B, 1, n_k) and, when B equals num_heads, apply
-    sequence j's padding to head j), is refused with a ``ValueError`` naming these shapes.
+    Accepted: 2-D (n_q, n_k), one mask for every sequence and head (e.g. a
+    causal mask); or, for batched inputs, 4-D (B or 1, num_heads or 1, n_q or
+    1, n_k), e.g. a key-padding mask ``keep[:, None, None, :]`` of shape (B, 1,
+    1, n_k); for unbatched inputs 3-D (num_heads or 1, n_q or 1, n_k). Anything
+    else, in particular a (B, 1, n_k) padding mask (it would broadcast as (1,
+    B, 1, n_k) and, when B equals num_heads, apply sequence j's padding to head
+    j), is refused with a ``ValueError`` naming these shapes.
     """
     require_tensor(name, mask)
     if mask.dtype != torch.bool:
-        raise TypeError(f"{name} must be a boolean tensor (True = keep), got dtype {mask.dtype}")
+        raise TypeError(
+            f"{name} must be a boolean tensor (True = keep), got dtype "
+            f"{mask.dtype}"
+        )
     shape = tuple(mask.shape)
     if len(shape) == 2 and shape == (n_q, n_k):
         return mask
     wanted = [f"(n_q, n_k) = ({n_q}, {n_k})"]
     if len(batch) == 1:
         allowed = ((batch[0], 1), (num_heads, 1), (n_q, 1), (n_k,))
-        wanted.append(f"(B or 1, heads or 1, n_q or 1, n_k) = ({batch[0]} or 1, {num_heads} or 1, {n_q} or 1, {n_k})")
+        wanted.append(
+            f"(B or 1, heads or 1, n_q or 1, n_k) = ({batch[0]} or 1, "
+            f"{num_heads} or 1, {n_q} or 1, {n_k})"
+        )
     elif len(batch) == 0:
         allowed = ((num_heads, 1), (n_q, 1), (n_k,))
-        wanted.append(f"(heads or 1, n_q or 1, n_k) = ({num_heads} or 1, {n_q} or 1, {n_k})")
+        wanted.append(
+            f"(heads or 1, n_q or 1, n_k) = ({num_heads} or 1, {n_q} or 1, "
+            f"{n_k})"
+        )
     else:
-        allowed = (*((size, 1) for size in batch), (num_heads, 1), (n_q, 1), (n_k,))
-        wanted.append(f"(*batch or 1, heads or 1, n_q or 1, n_k) with batch {tuple(batch)}")
-    if len(shape) == len(allowed) and all(size in sizes for size, sizes in zip(shape, allowed)):
+        allowed = (
+            *((size, 1) for size in batch),
+            (num_heads, 1),
+            (n_q, 1),
+            (n_k,),
+        )
+        wanted.append(
+            "(*batch or 1, heads or 1, n_q or 1, n_k) with batch "
+            f"{tuple(batch)}"
+        )
+    if len(shape) == len(allowed) and all(
+        size in sizes for size, sizes in zip(shape, allowed)
+    ):
         return mask
     raise ValueError(
-        f"{name} of shape {shape} is ambiguous or wrong for multi-head weights "
-        f"{(*batch, num_heads, n_q, n_k)}: pass {' or '.join(wanted)}; a key-padding mask keep (B, n_k) "
+        f"{name} of shape {shape} is ambiguous or wrong for multi-head weights"
+        " "
+        f"{(*batch, num_heads, n_q, n_k)}: pass {' or '.join(wanted)}; a "
+        "key-padding mask keep (B, n_k) "
         f"goes in as keep[:, None, None, :] (see attnbook.padding_mask)"
     )
 
 
-def require_ids(name: str, ids, vocab_size: int, dims: int | None = None) -> torch.Tensor:
-    """Token ids for an embedding: an integer tensor (not bool, not float) with values in [0, vocab_size).
+def require_ids(
+    name: str, ids, vocab_size: int, dims: int | None = None
+) -> torch.Tensor:
+    """Token ids for an embedding: an integer tensor (not bool, not float) with
+    values in [0, vocab_size).
 
-    dims: the number of dimensions required (e.g. 2 for (B, n)), or None for any.
-    Raises ``TypeError``/``ValueError`` naming the argument, its dtype or shape, and the first bad id.
+    dims: the number of dimensions required (e.g. 2 for (B, n)), or None for
+    any. Raises ``TypeError``/``ValueError`` naming the argument, its dtype or
+    shape, and the first bad id.
     """
     require_tensor(name, ids)
     if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
         raise TypeError(f"{name} must hold integer ids, got dtype {ids.dtype}")
     if dims is not None and ids.dim() != dims:
-        raise ValueError(f"{name} must have {dims} dimensions, got shape {tuple(ids.shape)}")
+        raise ValueError(
+            f"{name} must have {dims} dimensions, got shape {tuple(ids.shape)}"
+        )
     if ids.numel() and (ids.min() < 0 or ids.max() >= vocab_size):
         bad = ids[(ids < 0) | (ids >= vocab_size)].flatten()[0].item()
         raise ValueError(f"{name} holds id {bad}, outside [0, {vocab_size})")
     return ids
 
 
-def require_lengths(name: str, lengths, batch: int, n: int, minimum: int = 1) -> torch.Tensor:
-    """Sequence lengths: a (batch,) integer tensor (or list of ints) with values in [minimum, n].
+def require_lengths(
+    name: str, lengths, batch: int, n: int, minimum: int = 1
+) -> torch.Tensor:
+    """Sequence lengths: a (batch,) integer tensor (or list of ints) with
+    values in [minimum, n].
 
-    Returns the lengths as a tensor; ``TypeError``/``ValueError`` naming the values otherwise
-    (float or bool lengths, NaN, a wrong number of lengths, a length outside the range).
+    Returns the lengths as a tensor; ``TypeError``/``ValueError`` naming the
+    values otherwise (float or bool lengths, NaN, a wrong number of lengths, a
+    length outside the range).
     """
     if not isinstance(lengths, torch.Tensor):
-        if isinstance(lengths, bool) or (isinstance(lengths, (list, tuple)) and any(isinstance(x, bool) for x in lengths)):
-            raise TypeError(f"{name} must hold integers, not bools, got {lengths!r}")
+        if isinstance(lengths, bool) or (
+            isinstance(lengths, (list, tuple))
+            and any(isinstance(x, bool) for x in lengths)
+        ):
+            raise TypeError(
+                f"{name} must hold integers, not bools, got {lengths!r}"
+            )
         try:
             lengths = torch.as_tensor(lengths)
         except (TypeError, ValueError, RuntimeError):
-            raise TypeError(f"{name} must be a tensor or a list of ints, got {lengths!r}") from None
-    if lengths.is_floating_point() or lengths.is_complex() or lengths.dtype == torch.bool:
-        raise TypeError(f"{name} must hold integers, got dtype {lengths.dtype}")
+            raise TypeError(
+                f"{name} must be a tensor or a list of ints, got {lengths!r}"
+            ) from None
+    if (
+        lengths.is_floating_point()
+        or lengths.is_complex()
+        or lengths.dtype == torch.bool
+    ):
+        raise TypeError(
+            f"{name} must hold integers, got dtype {lengths.dtype}"
+        )
     if tuple(lengths.shape) != (batch,):
-        raise ValueError(f"{name} must have shape ({batch},), one length per sequence, got {tuple(lengths.shape)}")
+        raise ValueError(
+            f"{name} must have shape ({batch},), one length per sequence, got "
+            f"{tuple(lengths.shape)}"
+        )
     if lengths.numel() and ((lengths < minimum).any() or (lengths > n).any()):
-        raise ValueError(f"{name} must be in [{minimum}, {n}], got {lengths.tolist()}")
+        raise ValueError(
+            f"{name} must be in [{minimum}, {n}], got {lengths.tolist()}"
+        )
     return lengths
 
 
 def require_generator(name: str, generator, allow_none: bool = False):
-    """A ``torch.Generator`` (or None if ``allow_none``): ``TypeError`` otherwise."""
+    """A ``torch.Generator`` (or None if ``allow_none``): ``TypeError``
+    otherwise."""
     if generator is None and allow_none:
         return None
     if not isinstance(generator, torch.Generator):
-        raise TypeError(f"{name} must be a torch.Generator, got {type(generator).__name__}")
+        raise TypeError(
+            f"{name} must be a torch.Generator, got {type(generator).__name__}"
+        )
     return generator

@@ -1,10 +1,11 @@
-"""Loading the weights the package ships, checked against a SHA-256 pinned in the code.
+"""Loading the weights the package ships, checked against a SHA-256 pinned in
+the code.
 
-Every ``pretrained_*`` loader goes through ``load_pinned``: a file whose bytes do not
-match the digest written next to its loader (flipped bytes, a truncated copy, a file
-from another training run) is refused with a clear error instead of being loaded.
-``torch.load`` runs with ``weights_only=True``: a weight file can hold tensors and plain
-containers, never code.
+Every ``pretrained_*`` loader goes through ``load_pinned``: a file whose bytes
+do not match the digest written next to its loader (flipped bytes, a truncated
+copy, a file from another training run) is refused with a clear error instead
+of being loaded. ``torch.load`` runs with ``weights_only=True``: a weight file
+can hold tensors and plain containers, never code.
 """
 
 import argparse
@@ -20,56 +21,98 @@ def sha256_of(data: bytes) -> str:
 
 
 def read_pinned(filename: str, sha256: str) -> bytes:
-    """The bytes of ``attnbook/data/<filename>``, after checking them against ``sha256``.
+    """The bytes of ``attnbook/data/<filename>``, after checking them against
+    ``sha256``.
 
-    Raises ``FileNotFoundError`` if the file is missing and ``ValueError`` if its digest
-    differs from the pinned one (the message names both digests and the file's size).
+    Raises ``FileNotFoundError`` if the file is missing and ``ValueError`` if
+    its digest differs from the pinned one (the message names both digests and
+    the file's size).
     """
     source = resources.files("attnbook") / "data" / filename
     if not source.is_file():
-        raise FileNotFoundError(f"the shipped weight file attnbook/data/{filename} is missing")
+        raise FileNotFoundError(
+            f"the shipped weight file attnbook/data/{filename} is missing"
+        )
     data = source.read_bytes()
     found = sha256_of(data)
     if found != sha256:
         raise ValueError(
-            f"attnbook/data/{filename} ({len(data):,} bytes) has SHA-256 {found}, but the code pins "
-            f"{sha256}: the file is damaged or comes from another training run; reinstall attnbook "
-            f"or retrain it with its attnbook.train script and update the pinned digest"
+            f"attnbook/data/{filename} ({len(data):,} bytes) has SHA-256 "
+            f"{found}, but the code pins "
+            f"{sha256}: the file is damaged or comes from another training "
+            "run; reinstall attnbook "
+            "or retrain it with its attnbook.train script and update the "
+            "pinned digest"
         )
     return data
 
 
 def load_pinned(filename: str, sha256: str):
-    """``torch.load`` (``weights_only=True``) of a shipped file whose SHA-256 matches ``sha256``."""
+    """``torch.load`` (``weights_only=True``) of a shipped file whose
+    SHA-256 matches ``sha256``."""
     import torch
 
     data = read_pinned(filename, sha256)
     try:
-        return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
-    except Exception as error:  # a file with the right digest but unreadable: report it plainly
-        raise ValueError(f"attnbook/data/{filename} could not be read as saved weights: {error}") from None
+        return torch.load(
+            io.BytesIO(data), map_location="cpu", weights_only=True
+        )
+    # a file with the right digest but unreadable: report it plainly
+    except Exception as error:
+        raise ValueError(
+            f"attnbook/data/{filename} could not be read as saved weights: "
+            f"{error}"
+        ) from None
 
 
 def weights_digest(model) -> str:
-    """A short SHA-256 of a module's serialised weights: equal digests = bit-identical weights."""
+    """A short SHA-256 of a module's serialised weights: equal digests =
+    bit-identical weights."""
     import torch
 
     buffer = io.BytesIO()
-    torch.save({name: tensor.contiguous() for name, tensor in model.state_dict().items()}, buffer)
+    torch.save(
+        {
+            name: tensor.contiguous()
+            for name, tensor in model.state_dict().items()
+        },
+        buffer,
+    )
     return hashlib.sha256(buffer.getvalue()).hexdigest()[:16]
 
 
 def training_arguments(argv, description: str, recipe: dict, script: str):
-    """The command line shared by the ``attnbook.train`` scripts: ``--out``, ``--check`` and one option per
-    recipe entry (``--batch-size 64``). Returns (args, the recipe as given, the command that
-    reproduces it, e.g. ``python -m attnbook.train.sorter --steps 100``)."""
-    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, default=None, help="where to write the weights (default: the package's data)")
-    parser.add_argument("--check", action="store_true", help="only evaluate the shipped weights")
+    """The command line shared by the ``attnbook.train`` scripts: ``--out``,
+    ``--check`` and one option per recipe entry (``--batch-size 64``).
+    Returns (args, the recipe as given, the command that reproduces it, e.g.
+    ``python -m attnbook.train.sorter --steps 100``)."""
+    parser = argparse.ArgumentParser(
+        description=description,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="where to write the weights (default: the package's data)",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="only evaluate the shipped weights",
+    )
     for key, value in recipe.items():
-        parser.add_argument("--" + key.replace("_", "-"), type=type(value), default=value,
-                            help=f"training recipe (default {value})")
+        parser.add_argument(
+            "--" + key.replace("_", "-"),
+            type=type(value),
+            default=value,
+            help=f"training recipe (default {value})",
+        )
     args = parser.parse_args(argv)
     given = {key: getattr(args, key) for key in recipe}
-    changed = [f"--{key.replace('_', '-')} {value}" for key, value in given.items() if value != recipe[key]]
+    changed = [
+        f"--{key.replace('_', '-')} {value}"
+        for key, value in given.items()
+        if value != recipe[key]
+    ]
     return args, given, " ".join([f"python -m attnbook.{script}", *changed])

@@ -11,7 +11,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def row(benchmark: str, measure: str, value, unit: str = "", target: str = "", met=None, note: str = "") -> dict:
+def row(
+    benchmark: str,
+    measure: str,
+    value,
+    unit: str = "",
+    target: str = "",
+    met=None,
+    note: str = "",
+) -> dict:
     """One result: what was measured, its value and unit, the target (text) and whether it is met."""
     return {
         "benchmark": benchmark,
@@ -54,24 +62,37 @@ def format_table(rows: list) -> str:
         )
         for r in rows
     ]
-    widths = [max(len(str(cells[i])) for cells in [header, *lines]) for i in range(len(header))]
+    widths = [
+        max(len(str(cells[i])) for cells in [header, *lines])
+        for i in range(len(header))
+    ]
     widths[-1] = min(widths[-1], 70)
 
     def render(cells):
-        return "  ".join(str(cell).ljust(width) for cell, width in zip(cells, widths)).rstrip()
+        return "  ".join(
+            str(cell).ljust(width) for cell, width in zip(cells, widths)
+        ).rstrip()
 
     rule = "  ".join("-" * width for width in widths)
-    return "\n".join([render(header), rule, *(render(cells) for cells in lines)])
+    return "\n".join(
+        [render(header), rule, *(render(cells) for cells in lines)]
+    )
 
 
 def format_markdown(rows: list) -> str:
     """The same table in Markdown (for the README's Performance section)."""
-    out = ["| benchmark | measure | value | target | ok |", "|---|---|---|---|---|"]
+    out = [
+        "| benchmark | measure | value | target | ok |",
+        "|---|---|---|---|---|",
+    ]
+
     def cell(text) -> str:
         return str(text).replace("|", "\\|")
 
     for r in rows:
         ok = {True: "yes", False: "**no**", None: ""}[r["met"]]
         value = f"{_format_value(r['value'])} {r['unit']}".strip()
-        out.append(f"| {cell(r['benchmark'])} | {cell(r['measure'])} | {cell(value)} | {cell(r['target'] or '')} | {ok} |")
+        out.append(
+            f"| {cell(r['benchmark'])} | {cell(r['measure'])} | {cell(value)} | {cell(r['target'] or '')} | {ok} |"
+        )
     return "\n".join(out)

@@ -21,24 +21,65 @@ def notebooks() -> list:
 
 
 def command(notebook) -> list:
-    return [sys.executable, "-m", "pytest", "-q", str(notebook.relative_to(ROOT))]
+    return [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        str(notebook.relative_to(ROOT)),
+    ]
 
 
 def run(quick: bool = False) -> list:
     found = notebooks()
     if quick:  # no execution: the discovery and the command line only
-        return [row(NAME, "notebooks found", len(found), "", "", None, " ".join(command(found[0])[2:]) if found else "")]
+        return [
+            row(
+                NAME,
+                "notebooks found",
+                len(found),
+                "",
+                "",
+                None,
+                " ".join(command(found[0])[2:]) if found else "",
+            )
+        ]
     rows, times = [], {}
     for notebook in found:
         start = time.perf_counter()
-        completed = subprocess.run(command(notebook), cwd=ROOT, capture_output=True, text=True)
+        completed = subprocess.run(
+            command(notebook), cwd=ROOT, capture_output=True, text=True
+        )
         times[notebook.name] = elapsed = time.perf_counter() - start
         passed = completed.returncode == 0
-        summary = completed.stdout.strip().splitlines()[-1] if completed.stdout.strip() else completed.stderr[-200:]
-        rows.append(row(NAME, notebook.name, elapsed, "s", f"<= {TARGET_EACH_S:g}", elapsed <= TARGET_EACH_S and passed,
-                        ("" if passed else "FAILED: ") + summary))
+        summary = (
+            completed.stdout.strip().splitlines()[-1]
+            if completed.stdout.strip()
+            else completed.stderr[-200:]
+        )
+        rows.append(
+            row(
+                NAME,
+                notebook.name,
+                elapsed,
+                "s",
+                f"<= {TARGET_EACH_S:g}",
+                elapsed <= TARGET_EACH_S and passed,
+                ("" if passed else "FAILED: ") + summary,
+            )
+        )
     total = sum(times.values())
     slowest = sorted(times, key=times.get, reverse=True)[:3]
-    rows.append(row(NAME, f"whole book ({len(found)} notebooks)", total, "s", f"<= {TARGET_TOTAL_S:g}",
-                    total <= TARGET_TOTAL_S, "slowest: " + ", ".join(f"{name} {times[name]:.0f} s" for name in slowest)))
+    rows.append(
+        row(
+            NAME,
+            f"whole book ({len(found)} notebooks)",
+            total,
+            "s",
+            f"<= {TARGET_TOTAL_S:g}",
+            total <= TARGET_TOTAL_S,
+            "slowest: "
+            + ", ".join(f"{name} {times[name]:.0f} s" for name in slowest),
+        )
+    )
     return rows

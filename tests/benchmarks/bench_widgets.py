@@ -42,7 +42,8 @@ def explorer_builders(module) -> dict:
     return {
         name: function
         for name, function in inspect.getmembers(module, inspect.isfunction)
-        if function.__module__ == module.__name__ and name.endswith("_explorer")
+        if function.__module__ == module.__name__
+        and name.endswith("_explorer")
     }
 
 
@@ -59,12 +60,24 @@ def _stand_in_model(module, name: str):
         factory = getattr(module, candidate, None)
         if callable(factory):
             return factory(), f"{name} from {candidate}()"
-    sources = {getattr(inspect.getmodule(value), "__name__", "") for value in vars(module).values()}
-    for source in sorted(s for s in sources if s.startswith("attnbook.") and not s.startswith("attnbook.widgets")):
-        for class_name, cls in inspect.getmembers(importlib.import_module(source), inspect.isclass):
+    sources = {
+        getattr(inspect.getmodule(value), "__name__", "")
+        for value in vars(module).values()
+    }
+    for source in sorted(
+        s
+        for s in sources
+        if s.startswith("attnbook.") and not s.startswith("attnbook.widgets")
+    ):
+        for class_name, cls in inspect.getmembers(
+            importlib.import_module(source), inspect.isclass
+        ):
             if issubclass(cls, nn.Module) and cls.__module__ == source:
                 try:
-                    return cls().eval(), f"{name}: untrained {class_name}() of the default size"
+                    return (
+                        cls().eval(),
+                        f"{name}: untrained {class_name}() of the default size",
+                    )
                 except TypeError:
                     continue
     raise TypeError(f"no way to build the required argument {name!r}")
@@ -73,8 +86,10 @@ def _stand_in_model(module, name: str):
 def build_explorer(module, builder):
     """``builder`` called with its defaults, stand-ins for required arguments; and a note saying which."""
     required = [
-        p.name for p in inspect.signature(builder).parameters.values()
-        if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        p.name
+        for p in inspect.signature(builder).parameters.values()
+        if p.default is inspect.Parameter.empty
+        and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
     ]
     arguments, notes = {}, []
     for name in required:
@@ -104,15 +119,26 @@ def control_moves(control) -> list:
     if isinstance(control, widgets.Text):
         return [value[::-1]] if value[::-1] != value else []
     if hasattr(control, "options"):
-        values = [option[1] if isinstance(option, tuple) else option for option in control.options]
+        values = [
+            option[1] if isinstance(option, tuple) else option
+            for option in control.options
+        ]
         at = values.index(value)
         return [values[i] for i in (at + 1, at - 1) if 0 <= i < len(values)]
     if isinstance(control, widgets.FloatLogSlider):
         here = math.log(value, control.base)
         steps = (here + control.step, here - control.step)
-        return [control.base**e for e in steps if control.min - 1e-9 <= e <= control.max + 1e-9]
+        return [
+            control.base**e
+            for e in steps
+            if control.min - 1e-9 <= e <= control.max + 1e-9
+        ]
     if hasattr(control, "step"):
-        return [v for v in (value + control.step, value - control.step) if control.min <= v <= control.max]
+        return [
+            v
+            for v in (value + control.step, value - control.step)
+            if control.min <= v <= control.max
+        ]
     return []
 
 
@@ -133,17 +159,49 @@ def run(quick: bool = False) -> list:
     rounds = 1 if quick else 4
     for module_name in widget_modules():
         short = module_name.rsplit(".", 1)[-1]
-        if quick and short != "basics":  # quick: exercise the timing code on chapter 1's explorer only
-            rows.append(row(NAME, f"{short}: found", None, "", "", None, "not timed in quick mode"))
+        if (
+            quick and short != "basics"
+        ):  # quick: exercise the timing code on chapter 1's explorer only
+            rows.append(
+                row(
+                    NAME,
+                    f"{short}: found",
+                    None,
+                    "",
+                    "",
+                    None,
+                    "not timed in quick mode",
+                )
+            )
             continue
         try:
             module = importlib.import_module(module_name)
         except Exception as error:  # a colleague's module that does not import is a finding, not a crash
-            rows.append(row(NAME, f"{short}: import", None, "", "", False, f"{type(error).__name__}: {error}"))
+            rows.append(
+                row(
+                    NAME,
+                    f"{short}: import",
+                    None,
+                    "",
+                    "",
+                    False,
+                    f"{type(error).__name__}: {error}",
+                )
+            )
             continue
         builders = explorer_builders(module)
         if not builders:
-            rows.append(row(NAME, f"{short}: no *_explorer", None, "", "", False, "nothing to time"))
+            rows.append(
+                row(
+                    NAME,
+                    f"{short}: no *_explorer",
+                    None,
+                    "",
+                    "",
+                    False,
+                    "nothing to time",
+                )
+            )
         for builder_name, builder in builders.items():
             measure = f"{short}.{builder_name}: slowest control, median move"
             try:
@@ -154,15 +212,41 @@ def run(quick: bool = False) -> list:
                         time_moves(control, 1)  # warm-up
                     samples = time_moves(control, rounds)
                     if samples:
-                        per_control[control.description or type(control).__name__] = statistics.median(samples) * 1e3
+                        per_control[
+                            control.description or type(control).__name__
+                        ] = statistics.median(samples) * 1e3
             except Exception as error:
-                rows.append(row(NAME, measure, None, "ms", f"<= {TARGET_MS:g}", False, f"{type(error).__name__}: {error}"))
+                rows.append(
+                    row(
+                        NAME,
+                        measure,
+                        None,
+                        "ms",
+                        f"<= {TARGET_MS:g}",
+                        False,
+                        f"{type(error).__name__}: {error}",
+                    )
+                )
                 continue
             slowest = max(per_control.values())
-            rows.append(row(
-                NAME, measure, slowest, "ms", f"<= {TARGET_MS:g}", None if quick else slowest <= TARGET_MS,
-                ", ".join(f"{name} {ms:.0f} ms" for name, ms in per_control.items())
-                + ("; quick: one cold round, not a measurement" if quick else "")
-                + (f"; {note}" if note else ""),
-            ))
+            rows.append(
+                row(
+                    NAME,
+                    measure,
+                    slowest,
+                    "ms",
+                    f"<= {TARGET_MS:g}",
+                    None if quick else slowest <= TARGET_MS,
+                    ", ".join(
+                        f"{name} {ms:.0f} ms"
+                        for name, ms in per_control.items()
+                    )
+                    + (
+                        "; quick: one cold round, not a measurement"
+                        if quick
+                        else ""
+                    )
+                    + (f"; {note}" if note else ""),
+                )
+            )
     return rows

@@ -24,7 +24,14 @@ sys.path.insert(0, str(HERE))
 
 from _common import ROOT, format_markdown, format_table, row  # noqa: E402
 
-BENCHMARKS = ("multihead", "chunked", "kv-cache", "widgets", "notebooks", "book")
+BENCHMARKS = (
+    "multihead",
+    "chunked",
+    "kv-cache",
+    "widgets",
+    "notebooks",
+    "book",
+)
 
 
 def load(name: str):
@@ -41,26 +48,57 @@ def run_all(names, quick: bool = False, echo=print) -> tuple:
             new_rows = load(name).run(quick=quick)
         except Exception:
             crashed.append(name)
-            new_rows = [row(name, "CRASHED", None, "", "", False, traceback.format_exc().strip().splitlines()[-1])]
+            new_rows = [
+                row(
+                    name,
+                    "CRASHED",
+                    None,
+                    "",
+                    "",
+                    False,
+                    traceback.format_exc().strip().splitlines()[-1],
+                )
+            ]
             traceback.print_exc()
         rows += new_rows
-        echo(f"  {name}: {len(new_rows)} rows in {time.perf_counter() - start:.1f} s", flush=True)
+        echo(
+            f"  {name}: {len(new_rows)} rows in {time.perf_counter() - start:.1f} s",
+            flush=True,
+        )
     return rows, crashed
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="tiny sizes, no notebook runs or book build")
-    parser.add_argument("--only", default="", help="comma-separated benchmarks to run")
-    parser.add_argument("--skip", default="", help="comma-separated benchmarks to leave out")
-    parser.add_argument("--json", default=str(ROOT / "_build" / "bench.json"), help="where to write the results")
-    parser.add_argument("--markdown", action="store_true", help="also print the table in Markdown")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="tiny sizes, no notebook runs or book build",
+    )
+    parser.add_argument(
+        "--only", default="", help="comma-separated benchmarks to run"
+    )
+    parser.add_argument(
+        "--skip", default="", help="comma-separated benchmarks to leave out"
+    )
+    parser.add_argument(
+        "--json",
+        default=str(ROOT / "_build" / "bench.json"),
+        help="where to write the results",
+    )
+    parser.add_argument(
+        "--markdown",
+        action="store_true",
+        help="also print the table in Markdown",
+    )
     args = parser.parse_args(argv)
     only = [n for n in args.only.split(",") if n] or list(BENCHMARKS)
     skip = {n for n in args.skip.split(",") if n}
     unknown = (set(only) | skip) - set(BENCHMARKS)
     if unknown:
-        parser.error(f"unknown benchmark(s) {sorted(unknown)}; choose from {', '.join(BENCHMARKS)}")
+        parser.error(
+            f"unknown benchmark(s) {sorted(unknown)}; choose from {', '.join(BENCHMARKS)}"
+        )
     names = [n for n in BENCHMARKS if n in only and n not in skip]
 
     import torch
@@ -86,16 +124,27 @@ def main(argv=None) -> int:
     print()
     print(format_table(rows))
     print()
-    print(f"targets met: {len(targets) - len(missed)} of {len(targets)}"
-          + (f"; missed: {'; '.join(r['measure'] for r in missed)}" if missed else ""))
-    print(f"load average (1, 5, 15 min): before {meta['load_average_before']}, after {meta['load_average_after']}; "
-          f"{meta['cpus']} CPUs, torch threads {meta['torch_threads']}; {meta['seconds']} s in all")
+    print(
+        f"targets met: {len(targets) - len(missed)} of {len(targets)}"
+        + (
+            f"; missed: {'; '.join(r['measure'] for r in missed)}"
+            if missed
+            else ""
+        )
+    )
+    print(
+        f"load average (1, 5, 15 min): before {meta['load_average_before']}, after {meta['load_average_after']}; "
+        f"{meta['cpus']} CPUs, torch threads {meta['torch_threads']}; {meta['seconds']} s in all"
+    )
     if args.markdown:
         print()
         print(format_markdown(rows))
     out = Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"meta": meta, "rows": rows, "crashed": crashed}, indent=2) + "\n")
+    out.write_text(
+        json.dumps({"meta": meta, "rows": rows, "crashed": crashed}, indent=2)
+        + "\n"
+    )
     print(f"wrote {out}")
     return 1 if crashed else 0
 

@@ -28,7 +28,11 @@ HIDDEN = {
 
 def missing(cell) -> list:
     """The `jupyter.*` keys this cell's tags call for that are not set to True."""
-    keys = {key for tag in cell.get("metadata", {}).get("tags", []) for key in HIDDEN.get(tag, ())}
+    keys = {
+        key
+        for tag in cell.get("metadata", {}).get("tags", [])
+        for key in HIDDEN.get(tag, ())
+    }
     jupyter = cell.get("metadata", {}).get("jupyter", {})
     return sorted(key for key in keys if jupyter.get(key) is not True)
 
@@ -49,7 +53,11 @@ def collapse(nb) -> int:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="+")
-    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a cell lacks the metadata")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="change nothing; exit 1 if a cell lacks the metadata",
+    )
     args = parser.parse_args(argv)
     status = 0
     for path in args.notebooks:
@@ -57,7 +65,9 @@ def main(argv=None) -> int:
         changed = collapse(nb)
         if args.check:
             if changed:
-                print(f"{path}: {changed} tagged cell(s) not collapsed in JupyterLab")
+                print(
+                    f"{path}: {changed} tagged cell(s) not collapsed in JupyterLab"
+                )
                 status = 1
         elif changed:
             nbformat.write(nb, path)

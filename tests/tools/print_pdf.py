@@ -43,7 +43,7 @@ WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 PRINT_CSS = HERE / "print.css"
 
 # Runs in the page before printing; returns what it found, for the checks below.
-PREPARE = """
+PREPARE = r"""
 async () => {
   while (document.readyState !== 'complete') await new Promise(r => setTimeout(r, 100));
   // Widgets: the manager renders every saved view; wait until each view script has a widget.
@@ -141,8 +141,18 @@ FOOTER = (
 def build_singlehtml(site: Path) -> Path:
     """The book as one HTML page (warnings are errors); returns the singlehtml folder."""
     jupyter_book = Path(sys.executable).with_name("jupyter-book")
-    command = [str(jupyter_book), "build", "--builder", "singlehtml", "--path-output", str(site),
-               "-W", "-n", "--keep-going", str(ROOT)]
+    command = [
+        str(jupyter_book),
+        "build",
+        "--builder",
+        "singlehtml",
+        "--path-output",
+        str(site),
+        "-W",
+        "-n",
+        "--keep-going",
+        str(ROOT),
+    ]
     subprocess.run(command, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
     return site / "_build" / "singlehtml"
 
@@ -152,16 +162,24 @@ def widget_head(singlehtml: Path) -> str:
     what myst-nb put on each chapter's own page, read from the same build (its environment)."""
     from myst_nb.sphinx_ import NbMetadataCollector
 
-    with open(singlehtml.parent / ".doctrees" / "environment.pickle", "rb") as file:
+    with open(
+        singlehtml.parent / ".doctrees" / "environment.pickle", "rb"
+    ) as file:
         env = pickle.load(file)
     states, scripts = [], []
     for name in toc_documents():
-        for uri, attributes in NbMetadataCollector.get_js_files(env, name).values():
+        for uri, attributes in NbMetadataCollector.get_js_files(
+            env, name
+        ).values():
             if uri is None and attributes.get("type") == WIDGET_STATE:
-                states.append(f'<script type="{WIDGET_STATE}">{attributes["body"]}</script>')
+                states.append(
+                    f'<script type="{WIDGET_STATE}">{attributes["body"]}</script>'
+                )
             elif uri is not None and uri not in scripts:
                 scripts.append(uri)
-    return "\n".join(states + [f'<script src="_static/{uri}"></script>' for uri in scripts])
+    return "\n".join(
+        states + [f'<script src="_static/{uri}"></script>' for uri in scripts]
+    )
 
 
 def printable_page(singlehtml: Path) -> Path:
@@ -169,9 +187,14 @@ def printable_page(singlehtml: Path) -> Path:
     source = singlehtml / f"{toc_documents()[0]}.html"
     html = source.read_text()
     if WIDGET_STATE in html:
-        raise RuntimeError(f"{source} already holds widget state: the injection below would render twice")
+        raise RuntimeError(
+            f"{source} already holds widget state: the injection below would render twice"
+        )
     shutil.copy(PRINT_CSS, singlehtml / "_static" / "book-print.css")
-    head = widget_head(singlehtml) + '\n<link rel="stylesheet" href="_static/book-print.css">\n'
+    head = (
+        widget_head(singlehtml)
+        + '\n<link rel="stylesheet" href="_static/book-print.css">\n'
+    )
     html = html.replace("</head>", head + "</head>", 1)
     # The search page's index is not written by the singlehtml builder (and a PDF has no search).
     html = html.replace('<script src="searchindex.js"></script>', "")
@@ -180,18 +203,37 @@ def printable_page(singlehtml: Path) -> Path:
     return page
 
 
-TEX_WORDS = {r"\sqrt": "√", r"\top": "ᵀ", r"\times": "×", r"\le": "≤", r"\ge": "≥", r"\cdot": "·",
-             r"\infty": "∞", r"\alpha": "α", r"\sigma": "σ"}
+TEX_WORDS = {
+    r"\sqrt": "√",
+    r"\top": "ᵀ",
+    r"\times": "×",
+    r"\le": "≤",
+    r"\ge": "≥",
+    r"\cdot": "·",
+    r"\infty": "∞",
+    r"\alpha": "α",
+    r"\sigma": "σ",
+}
 
 
 def plain_title(heading: str) -> str:
     """A heading's text with its math ($...$, TeX) written as plain characters, for a bookmark."""
+
     def plain(match):
         text = match.group(1)
         for command, character in TEX_WORDS.items():
-            text = re.sub(re.escape(command) + r"(?![A-Za-z])", character, text)
-        text = re.sub(r"\\([A-Za-z]+)", r"\1", text)  # any other command: its name
-        text = text.replace("^2", "²").replace("^ᵀ", "ᵀ").replace("{", "").replace("}", "")
+            text = re.sub(
+                re.escape(command) + r"(?![A-Za-z])", character, text
+            )
+        text = re.sub(
+            r"\\([A-Za-z]+)", r"\1", text
+        )  # any other command: its name
+        text = (
+            text.replace("^2", "²")
+            .replace("^ᵀ", "ᵀ")
+            .replace("{", "")
+            .replace("}", "")
+        )
         return re.sub(r"\s+", " ", text).strip()
 
     return re.sub(r"\$([^$]*)\$", plain, heading)
@@ -209,37 +251,53 @@ def retitle_outline(pdf: Path, out: Path, headings: list) -> int:
     data = pdf.read_bytes()
     reader = PdfReader(io.BytesIO(data))
 
-    def entries(reference):  # the outline's items in reading order: each item, then its children
+    def entries(
+        reference,
+    ):  # the outline's items in reading order: each item, then its children
         while reference is not None:
             item = reference.get_object()
             yield reference, item
             yield from entries(item.get("/First"))
             reference = item.get("/Next")
 
-    bookmarks = list(entries(reader.trailer["/Root"]["/Outlines"].get("/First")))
+    bookmarks = list(
+        entries(reader.trailer["/Root"]["/Outlines"].get("/First"))
+    )
     if len(bookmarks) != len(headings):
-        raise RuntimeError(f"{len(bookmarks)} bookmarks for {len(headings)} printed headings: "
-                           f"cannot name them; first bookmarks {[item['/Title'] for _, item in bookmarks[:5]]}")
+        raise RuntimeError(
+            f"{len(bookmarks)} bookmarks for {len(headings)} printed headings: "
+            f"cannot name them; first bookmarks {[item['/Title'] for _, item in bookmarks[:5]]}"
+        )
     update = io.BytesIO()
     update.write(data if data.endswith(b"\n") else data + b"\n")
     offsets = {}
     for (reference, item), heading in zip(bookmarks, headings):
         item[NameObject("/Title")] = TextStringObject(plain_title(heading))
         offsets[reference.idnum] = (update.tell(), reference.generation)
-        update.write(f"{reference.idnum} {reference.generation} obj\n".encode())
+        update.write(
+            f"{reference.idnum} {reference.generation} obj\n".encode()
+        )
         item.write_to_stream(update)
         update.write(b"\nendobj\n")
     xref = update.tell()
     update.write(b"xref\n")
     for idnum in sorted(offsets):
         offset, generation = offsets[idnum]
-        update.write(f"{idnum} 1\n{offset:010d} {generation:05d} n\r\n".encode())
+        update.write(
+            f"{idnum} 1\n{offset:010d} {generation:05d} n\r\n".encode()
+        )
     previous = int(re.findall(rb"startxref\s+(\d+)", data)[-1])
     trailer = reader.trailer
     size = max(int(trailer["/Size"]), max(offsets) + 1)
-    info = f" /Info {trailer.raw_get('/Info').idnum} 0 R" if "/Info" in trailer else ""
-    update.write(f"trailer\n<< /Size {size} /Root {trailer.raw_get('/Root').idnum} 0 R{info} /Prev {previous} >>\n"
-                 f"startxref\n{xref}\n%%EOF\n".encode())
+    info = (
+        f" /Info {trailer.raw_get('/Info').idnum} 0 R"
+        if "/Info" in trailer
+        else ""
+    )
+    update.write(
+        f"trailer\n<< /Size {size} /Root {trailer.raw_get('/Root').idnum} 0 R{info} /Prev {previous} >>\n"
+        f"startxref\n{xref}\n%%EOF\n".encode()
+    )
     out.write_bytes(update.getvalue())
     return len(bookmarks)
 
@@ -258,36 +316,70 @@ def print_pdf(singlehtml: Path, page_file: Path, out: Path) -> dict:
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{server.server_address[1]}"
     requests, errors, failed = [], [], []
-    printed = out.with_name(out.stem + ".partial.pdf")  # becomes `out` only once every check passed
+    printed = out.with_name(
+        out.stem + ".partial.pdf"
+    )  # becomes `out` only once every check passed
     try:
         with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            browser = playwright.chromium.launch(
+                executable_path=str(CHROMIUM), args=CHROMIUM_ARGS
+            )
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             page.on("request", lambda request: requests.append(request.url))
             page.on("pageerror", lambda error: errors.append(str(error)))
-            page.on("requestfailed", lambda request: failed.append(request.url))
-            page.on("response", lambda response: response.status >= 400 and failed.append(
-                f"{response.url} (HTTP {response.status})"))
+            page.on(
+                "requestfailed", lambda request: failed.append(request.url)
+            )
+            page.on(
+                "response",
+                lambda response: (
+                    response.status >= 400
+                    and failed.append(
+                        f"{response.url} (HTTP {response.status})"
+                    )
+                ),
+            )
             page.emulate_media(media="print")
             clock = [time.perf_counter()]
-            page.goto(f"{base}/{page_file.name}", wait_until="load", timeout=120_000)
+            page.goto(
+                f"{base}/{page_file.name}", wait_until="load", timeout=120_000
+            )
             page.wait_for_load_state("networkidle")
             clock.append(time.perf_counter())
             found = page.evaluate(PREPARE)
             page.wait_for_load_state("networkidle")
-            page.set_viewport_size({"width": PRINT_WIDTH_PX, "height": 900})  # the paper's column
+            page.set_viewport_size(
+                {"width": PRINT_WIDTH_PX, "height": 900}
+            )  # the paper's column
             found.update(page.evaluate(WIDE_CODE))
             page.set_viewport_size({"width": 1280, "height": 900})
             clock.append(time.perf_counter())
             out.parent.mkdir(parents=True, exist_ok=True)
-            page.pdf(path=str(printed), format="A4", print_background=True, outline=True, tagged=True,
-                     margin={"top": "16mm", "bottom": "16mm", "left": f"{MARGIN_MM}mm", "right": f"{MARGIN_MM}mm"},
-                     display_header_footer=True, header_template="<span></span>", footer_template=FOOTER)
+            page.pdf(
+                path=str(printed),
+                format="A4",
+                print_background=True,
+                outline=True,
+                tagged=True,
+                margin={
+                    "top": "16mm",
+                    "bottom": "16mm",
+                    "left": f"{MARGIN_MM}mm",
+                    "right": f"{MARGIN_MM}mm",
+                },
+                display_header_footer=True,
+                header_template="<span></span>",
+                footer_template=FOOTER,
+            )
             clock.append(time.perf_counter())
             browser.close()
     finally:
         server.shutdown()
-    outside = [url for url in requests if not url.startswith((base, "data:", "blob:", "about:"))]
+    outside = [
+        url
+        for url in requests
+        if not url.startswith((base, "data:", "blob:", "about:"))
+    ]
     problems = []
     if outside:
         problems.append(f"requests left 127.0.0.1: {outside[:5]}")
@@ -298,39 +390,64 @@ def print_pdf(singlehtml: Path, page_file: Path, out: Path) -> dict:
     if found["broken_images"]:
         problems.append(f"images did not load: {found['broken_images'][:3]}")
     if found["typeset"] != found["math"]:
-        problems.append(f"only {found['typeset']} of {found['math']} formulas typeset")
+        problems.append(
+            f"only {found['typeset']} of {found['math']} formulas typeset"
+        )
     if found["widgets"] != found["views"]:
-        problems.append(f"only {found['widgets']} of {found['views']} saved widgets rendered")
+        problems.append(
+            f"only {found['widgets']} of {found['views']} saved widgets rendered"
+        )
     if problems:
-        raise RuntimeError("the PDF is not printable offline: " + "; ".join(problems))
+        raise RuntimeError(
+            "the PDF is not printable offline: " + "; ".join(problems)
+        )
     bookmarks = retitle_outline(printed, out, found.pop("headings"))
     printed.unlink()
     clock.append(time.perf_counter())
     steps = ["load", "typeset_and_render", "print", "outline"]
-    seconds = {step: round(end - start, 1) for step, start, end in zip(steps, clock, clock[1:])}
-    return {**found, "bookmarks": bookmarks, "seconds": seconds, "requests": len(requests),
-            "outside_requests": len(outside)}
+    seconds = {
+        step: round(end - start, 1)
+        for step, start, end in zip(steps, clock, clock[1:])
+    }
+    return {
+        **found,
+        "bookmarks": bookmarks,
+        "seconds": seconds,
+        "requests": len(requests),
+        "outside_requests": len(outside),
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    parser.add_argument("--reuse-site", action="store_true",
-                        help="print the single page already built next to --out (to try print styles)")
+    parser.add_argument(
+        "--reuse-site",
+        action="store_true",
+        help="print the single page already built next to --out (to try print styles)",
+    )
     args = parser.parse_args()
     out = args.out.resolve()
     if not CHROMIUM.exists():
-        sys.exit(f"Chromium not found at {CHROMIUM}; install it with `apt-get install chromium`")
+        sys.exit(
+            f"Chromium not found at {CHROMIUM}; install it with `apt-get install chromium`"
+        )
     start = time.perf_counter()
     site = out.parent / "site"
-    singlehtml = site / "_build" / "singlehtml" if args.reuse_site else build_singlehtml(site)
+    singlehtml = (
+        site / "_build" / "singlehtml"
+        if args.reuse_site
+        else build_singlehtml(site)
+    )
     built = time.perf_counter()
     found = print_pdf(singlehtml, printable_page(singlehtml), out)
     done = time.perf_counter()
     (out.parent / "print.json").write_text(json.dumps(found, indent=1))
-    print(f"{out}: {out.stat().st_size / 1e6:.1f} MB; {found['math']} formulas, {found['images']} images, "
-          f"{found['widgets']} widgets, {found['requests']} requests (0 to other hosts); "
-          f"single page built in {built - start:.0f} s, printed in {done - built:.0f} s")
+    print(
+        f"{out}: {out.stat().st_size / 1e6:.1f} MB; {found['math']} formulas, {found['images']} images, "
+        f"{found['widgets']} widgets, {found['requests']} requests (0 to other hosts); "
+        f"single page built in {built - start:.0f} s, printed in {done - built:.0f} s"
+    )
 
 
 if __name__ == "__main__":

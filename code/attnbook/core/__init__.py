@@ -1,9 +1,12 @@
-"""Attention as tensor functions: the mechanisms every later layer is built from.
+"""Attention as tensor functions: the mechanisms every later layer is built
+from.
 
-masking (keep-masks, masked softmax), scoring (dot, scaled dot, bilinear and additive
-scores), attention (soft and hard attention over keys and values), kernel_regression
-(Nadaraya-Watson, chapter 1), positional (sinusoidal and learned position tables), rotary
-(RoPE) and chunked (attention one block of keys at a time, with an online softmax).
+masking (keep-masks, masked softmax), scoring (dot, scaled dot, bilinear and
+additive scores), attention (soft and hard attention over keys and values),
+kernel_regression (Nadaraya-Watson, chapter 1), positional (sinusoidal and
+learned position tables), rotary (RoPE) and chunked (attention one block of
+keys at a time, with an online softmax).
 
-May import: torch, ``attnbook._checks`` and ``attnbook.measure``. Nothing above.
+May import: torch, ``attnbook._checks`` and ``attnbook.measure``. Nothing
+above.
 """

@@ -25,67 +25,103 @@ from .scoring import AdditiveScore, BilinearScore, dot_score, scaled_dot_score
 HARD_MODES = ("argmax", "sample")
 
 
-# Scoring functions that always return a tensor they have just allocated: only their
-# output may be overwritten by the softmax. A user's callable may return a tensor the
-# caller owns (a precomputed matrix, a parameter, a view of the queries): never touched.
+# Scoring functions that always return a tensor they have just allocated: only
+# their output may be overwritten by the softmax. A user's callable may return
+# a tensor the caller owns (a precomputed matrix, a parameter, a view of the
+# queries): never touched.
 _FRESH_SCORE_FUNCTIONS = (scaled_dot_score, dot_score)
 _FRESH_SCORE_MODULES = (AdditiveScore, BilinearScore)
 
 
 def _compute_scores(queries, keys, score):
-    """(scores, owned): the scores in the compute dtype (float32 for half inputs), and
-    whether this call allocated them (so the softmax may overwrite them in place)."""
+    """(scores, owned): the scores in the compute dtype (float32 for half
+    inputs), and whether this call allocated them (so the softmax may
+    overwrite them in place)."""
     work = compute_dtype(queries.dtype)
     if score in _FRESH_SCORE_FUNCTIONS:
-        if work != queries.dtype:  # float16/bfloat16: q k^T would overflow past 65,504 (or lose digits)
+        # float16/bfloat16: q k^T would overflow past 65,504 (or lose digits)
+        if work != queries.dtype:
             queries, keys = queries.to(work), keys.to(work)
         return score(queries, keys), True
     scores = score(queries, keys)
     require_tensor("the output of score", scores)
     require_float("the output of score", scores)
-    if scores.dim() < 2 or scores.shape[-2:] != (queries.shape[-2], keys.shape[-2]):
+    if scores.dim() < 2 or scores.shape[-2:] != (
+        queries.shape[-2],
+        keys.shape[-2],
+    ):
         raise ValueError(
-            f"score returned shape {tuple(scores.shape)}, but {queries.shape[-2]} queries and {keys.shape[-2]} keys "
+            f"score returned shape {tuple(scores.shape)}, but "
+            f"{queries.shape[-2]} queries and {keys.shape[-2]} keys "
             f"need scores (..., {queries.shape[-2]}, {keys.shape[-2]})"
         )
     if scores.dtype in HALF_DTYPES:
         return scores.to(torch.float32), True
-    return scores, type(score) in _FRESH_SCORE_MODULES and scores is not queries and scores is not keys
+    return scores, type(
+        score
+    ) in _FRESH_SCORE_MODULES and scores is not queries and scores is not keys
 
 
-def _scores_surely_finite(queries: torch.Tensor, keys: torch.Tensor, score, work: torch.dtype) -> bool:
-    """True if dot-product scores of these inputs cannot be NaN or overflow in ``work``.
+def _scores_surely_finite(
+    queries: torch.Tensor, keys: torch.Tensor, score, work: torch.dtype
+) -> bool:
+    """True if dot-product scores of these inputs cannot be NaN or overflow in
+    ``work``.
 
-    |q . k| <= max|q| * max|k| * d: a check over the n (not n_q x n_k) inputs that spares
-    masked_softmax its pass over the whole score matrix. NaN in the inputs makes it False.
+    |q . k| <= max|q| * max|k| * d: a check over the n (not n_q x n_k) inputs
+    that spares masked_softmax its pass over the whole score matrix. NaN in the
+    inputs makes it False.
     """
-    if score not in _FRESH_SCORE_FUNCTIONS or queries.numel() == 0 or keys.numel() == 0:
+    if (
+        score not in _FRESH_SCORE_FUNCTIONS
+        or queries.numel() == 0
+        or keys.numel() == 0
+    ):
         return False
     q, k = queries.detach(), keys.detach()
-    # amax and amin are vectorised reductions that allocate nothing (abs() would copy the inputs).
+    # amax and amin are vectorised reductions that allocate nothing (abs()
+    # would copy the inputs).
     largest_q = max(float(q.amax()), -float(q.amin()))
     largest_k = max(float(k.amax()), -float(k.amin()))
-    return largest_q * largest_k * queries.shape[-1] < torch.finfo(work).max / 4  # False for NaN
+    return (
+        largest_q * largest_k * queries.shape[-1] < torch.finfo(work).max / 4
+    )  # False for NaN
 
 
 def _drop_masked_garbage(keys: torch.Tensor, mask) -> torch.Tensor:
-    """``keys`` with the rows no query keeps set to 0 when they hold NaN or inf.
+    """``keys`` with the rows no query keeps set to 0 when they hold NaN or
+    inf.
 
-    Padding often holds garbage; a masked key must not reach any output or gradient
-    (0 * NaN is NaN in a matrix product's backward pass). Finite keys are returned as they are.
+    Padding often holds garbage; a masked key must not reach any output or
+    gradient (0 * NaN is NaN in a matrix product's backward pass). Finite keys
+    are returned as they are.
     """
-    if mask is None or not keys.is_floating_point() or bool(torch.isfinite(keys).all()):
+    if (
+        mask is None
+        or not keys.is_floating_point()
+        or bool(torch.isfinite(keys).all())
+    ):
         return keys
-    kept = mask.any(dim=-2) if mask.dim() >= 2 else mask  # (..., n_k or 1): kept by some query
-    return torch.where(kept.unsqueeze(-1), keys, torch.zeros((), dtype=keys.dtype, device=keys.device))
+    kept = (
+        mask.any(dim=-2) if mask.dim() >= 2 else mask
+    )  # (..., n_k or 1): kept by some query
+    return torch.where(
+        kept.unsqueeze(-1),
+        keys,
+        torch.zeros((), dtype=keys.dtype, device=keys.device),
+    )
 
 
-def _weighted_values(weights: torch.Tensor, values: torch.Tensor, masked: bool) -> torch.Tensor:
-    """``weights @ values``, except that a non-finite value under weight exactly 0 adds nothing.
+def _weighted_values(
+    weights: torch.Tensor, values: torch.Tensor, masked: bool
+) -> torch.Tensor:
+    """``weights @ values``, except that a non-finite value under weight
+    exactly 0 adds nothing.
 
-    Only when a mask was given and some value is NaN or inf (rare: garbage in padding) does
-    anything more than the matrix product run: the non-finite entries are taken out of the
-    product and added back, block by block of keys, only where their weight is nonzero.
+    Only when a mask was given and some value is NaN or inf (rare: garbage in
+    padding) does anything more than the matrix product run: the non-finite
+    entries are taken out of the product and added back, block by block of
+    keys, only where their weight is nonzero.
     """
     if not masked or bool(torch.isfinite(values).all()):
         return weights @ values
@@ -93,7 +129,13 @@ def _weighted_values(weights: torch.Tensor, values: torch.Tensor, masked: bool) 
     zero = torch.zeros((), dtype=values.dtype, device=values.device)
     output = weights @ values.masked_fill(bad, 0.0)
     garbage = torch.where(bad, values, zero)
-    rows = bad.any(dim=-1).reshape(-1, values.shape[-2]).any(dim=0).nonzero().flatten()
+    rows = (
+        bad.any(dim=-1)
+        .reshape(-1, values.shape[-2])
+        .any(dim=0)
+        .nonzero()
+        .flatten()
+    )
     for block in rows.split(64):
         w = weights[..., block].unsqueeze(-1)  # (..., n_q, m, 1)
         v = garbage[..., block, :].unsqueeze(-3)  # (..., 1, m, d_v)
@@ -106,30 +148,48 @@ def _check_queries_keys(queries, keys) -> None:
     require_same_dtype(queries=queries, keys=keys)
 
 
-def attention_weights(queries, keys, score=scaled_dot_score, mask=None) -> torch.Tensor:
-    """The attention distribution: ``masked_softmax(score(queries, keys), mask)``.
+def attention_weights(
+    queries, keys, score=scaled_dot_score, mask=None
+) -> torch.Tensor:
+    """The attention distribution:
+    ``masked_softmax(score(queries, keys), mask)``.
 
-    queries: (..., n_q, d_q), keys: (..., n_k, d_k); mask: boolean, True = keep,
-    broadcastable to the scores (..., n_q, n_k). Returns weights (..., n_q, n_k) in the
-    dtype of the queries. When no gradient is needed the softmax overwrites the scores
-    this call computed (never a tensor a custom ``score`` returns as is), so the
-    n_q x n_k matrix exists once, not twice. Float16/bfloat16 inputs are scored and
-    normalised in float32, as PyTorch does. A matrix larger than
-    ``attnbook.set_matrix_memory_limit`` is refused before it is allocated.
+    queries: (..., n_q, d_q), keys: (..., n_k, d_k); mask: boolean, True =
+    keep, broadcastable to the scores (..., n_q, n_k). Returns weights (...,
+    n_q, n_k) in the dtype of the queries. When no gradient is needed the
+    softmax overwrites the scores this call computed (never a tensor a custom
+    ``score`` returns as is), so the n_q x n_k matrix exists once, not twice.
+    Float16/bfloat16 inputs are scored and normalised in float32, as PyTorch
+    does. A matrix larger than ``attnbook.set_matrix_memory_limit`` is refused
+    before it is allocated.
     """
     _check_queries_keys(queries, keys)
     return _attention_weights(queries, keys, score, mask).to(queries.dtype)
 
 
 def _attention_weights(queries, keys, score, mask) -> torch.Tensor:
-    """The weights in the compute dtype (float32 for half inputs); inputs already checked."""
-    shape = (*torch.broadcast_shapes(queries.shape[:-2], keys.shape[:-2]), queries.shape[-2], keys.shape[-2])
-    require_matrix_fits("the score matrix", shape, compute_dtype(queries.dtype))
+    """The weights in the compute dtype (float32 for half inputs); inputs
+    already checked."""
+    shape = (
+        *torch.broadcast_shapes(queries.shape[:-2], keys.shape[:-2]),
+        queries.shape[-2],
+        keys.shape[-2],
+    )
+    require_matrix_fits(
+        "the score matrix", shape, compute_dtype(queries.dtype)
+    )
     if mask is not None:
         require_bool_mask(mask, torch.Size(shape))
     keys = _drop_masked_garbage(keys, mask)
-    if mask is not None and score in _FRESH_SCORE_FUNCTIONS and not bool(torch.isfinite(keys).all()):
-        scores, owned = _scores_with_partly_masked_garbage(queries, keys, score, mask), True
+    if (
+        mask is not None
+        and score in _FRESH_SCORE_FUNCTIONS
+        and not bool(torch.isfinite(keys).all())
+    ):
+        scores, owned = (
+            _scores_with_partly_masked_garbage(queries, keys, score, mask),
+            True,
+        )
     else:
         scores, owned = _compute_scores(queries, keys, score)
     inplace = owned and not (scores.requires_grad and torch.is_grad_enabled())
@@ -137,13 +197,17 @@ def _attention_weights(queries, keys, score, mask) -> torch.Tensor:
     return _masked_softmax(scores, mask, -1, inplace, known_finite=finite)
 
 
-def _scores_with_partly_masked_garbage(queries, keys, score, mask) -> torch.Tensor:
-    """Dot-product scores when some key holding NaN/inf is kept by some queries and masked for others.
+def _scores_with_partly_masked_garbage(
+    queries, keys, score, mask
+) -> torch.Tensor:
+    """Dot-product scores when some key holding NaN/inf is kept by some queries
+    and masked for others.
 
-    The matrix product runs on keys with those entries set to 0 (so its backward pass never
-    multiplies a zero gradient by NaN); the columns of those keys are then recomputed
-    elementwise, with the key taken as 0 wherever the mask drops it: a query that keeps the
-    key gets its true (non-finite) score, one that masks it gets no NaN, in the output or the
+    The matrix product runs on keys with those entries set to 0 (so its
+    backward pass never multiplies a zero gradient by NaN); the columns of
+    those keys are then recomputed elementwise, with the key taken as 0
+    wherever the mask drops it: a query that keeps the key gets its true
+    (non-finite) score, one that masks it gets no NaN, in the output or the
     gradient.
     """
     work = compute_dtype(queries.dtype)
@@ -151,42 +215,67 @@ def _scores_with_partly_masked_garbage(queries, keys, score, mask) -> torch.Tens
     bad = ~torch.isfinite(k)
     scores = score(q, k.masked_fill(bad, 0.0))
     scale = 1.0 / math.sqrt(q.shape[-1]) if score is scaled_dot_score else 1.0
-    columns = bad.any(dim=-1).reshape(-1, k.shape[-2]).any(dim=0).nonzero().flatten()
+    columns = (
+        bad.any(dim=-1).reshape(-1, k.shape[-2]).any(dim=0).nonzero().flatten()
+    )
     kept = mask.expand(scores.shape)[..., columns]  # (..., n_q, m)
     zero = torch.zeros((), dtype=work, device=k.device)
-    garbage_keys = torch.where(kept.unsqueeze(-1), k[..., columns, :].unsqueeze(-3), zero)  # (..., n_q, m, d)
+    garbage_keys = torch.where(
+        kept.unsqueeze(-1), k[..., columns, :].unsqueeze(-3), zero
+    )  # (..., n_q, m, d)
     exact = (q.unsqueeze(-2) * garbage_keys).sum(dim=-1) * scale
     return scores.index_copy(-1, columns, exact)
 
 
 def _check_values(queries, keys, values) -> None:
     require_sequences(keys=keys, values=values)
-    require_same_size("number of keys and values", "keys", keys.shape[-2], "values", values.shape[-2])
+    require_same_size(
+        "number of keys and values",
+        "keys",
+        keys.shape[-2],
+        "values",
+        values.shape[-2],
+    )
     require_sequences(queries=queries, keys=keys, values=values)
     require_same_dtype(queries=queries, keys=keys, values=values)
 
 
 def attention(queries, keys, values, score=scaled_dot_score, mask=None):
-    """Soft attention: each query's output is the weighted average of the values.
+    """Soft attention: each query's output is the weighted average of the
+    values.
 
-    queries: (..., n_q, d_q), keys: (..., n_k, d_k), values: (..., n_k, d_v), one float dtype.
-    score: any scoring function or module mapping (queries, keys) -> (..., n_q, n_k).
+    queries: (..., n_q, d_q), keys: (..., n_k, d_k), values: (..., n_k, d_v),
+    one float dtype.
+    score: any scoring function or module mapping (queries, keys) -> (..., n_q,
+    n_k).
     mask: boolean, True = keep, broadcastable to (..., n_q, n_k).
-    Returns (output (..., n_q, d_v), weights (..., n_q, n_k)), in the inputs' dtype. A query
-    whose keys are all masked gets zero weights and a zero output; a masked key or value
-    never reaches an output or a gradient, even if it holds NaN or inf.
+    Returns (output (..., n_q, d_v), weights (..., n_q, n_k)), in the inputs'
+    dtype. A query whose keys are all masked gets zero weights and a zero
+    output; a masked key or value never reaches an output or a gradient, even
+    if it holds NaN or inf.
     """
     _check_values(queries, keys, values)
     weights = _attention_weights(queries, keys, score, mask)
-    output = _weighted_values(weights, values.to(weights.dtype), mask is not None)
+    output = _weighted_values(
+        weights, values.to(weights.dtype), mask is not None
+    )
     return output.to(values.dtype), weights.to(values.dtype)
 
 
-def hard_attention(queries, keys, values, score=scaled_dot_score, mask=None, mode="argmax", generator=None):
+def hard_attention(
+    queries,
+    keys,
+    values,
+    score=scaled_dot_score,
+    mask=None,
+    mode="argmax",
+    generator=None,
+):
     """Hard attention: each query selects exactly one value.
 
     mode="argmax" picks the most probable key; mode="sample" draws the key from
-    the attention distribution with ``generator`` (a ``torch.Generator`` or None).
+    the attention distribution with ``generator`` (a ``torch.Generator`` or
+    None).
     queries: (..., n_q, d_q), keys: (..., n_k, d_k), values: (..., n_k, d_v).
     Returns (output (..., n_q, d_v), index (..., n_q) int64). The output is a
     step function of the queries: no gradient reaches the scores through it.
@@ -196,15 +285,23 @@ def hard_attention(queries, keys, values, score=scaled_dot_score, mask=None, mod
     _check_values(queries, keys, values)
     weights = _attention_weights(queries, keys, score, mask)
     if torch.isnan(weights).any():
-        raise ValueError("the attention weights contain NaN (NaN in the scores of a kept key): no key can be picked")
+        raise ValueError(
+            "the attention weights contain NaN (NaN in the scores of a kept "
+            "key): no key can be picked"
+        )
     if (weights.sum(dim=-1) == 0).any():
-        raise ValueError("hard attention needs at least one unmasked key for every query")
+        raise ValueError(
+            "hard attention needs at least one unmasked key for every query"
+        )
     if mode == "argmax":
         index = weights.argmax(dim=-1)
     else:
         flat = weights.detach().reshape(-1, weights.shape[-1]).float()
-        index = torch.multinomial(flat, 1, generator=generator).reshape(weights.shape[:-1])
-    # Give values and index the same batch dimensions, then pick row index[..., i] for query i.
+        index = torch.multinomial(flat, 1, generator=generator).reshape(
+            weights.shape[:-1]
+        )
+    # Give values and index the same batch dimensions, then pick row index[...,
+    # i] for query i.
     batch = torch.broadcast_shapes(values.shape[:-2], index.shape[:-1])
     index = index.expand(*batch, index.shape[-1])
     values = values.expand(*batch, *values.shape[-2:])

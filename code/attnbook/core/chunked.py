@@ -1,4 +1,5 @@
-"""Attention at scale: chunked attention with an online softmax, and tools to measure it.
+"""Attention at scale: chunked attention with an online softmax, and tools to
+measure it.
 
 Plain attention builds the whole score matrix, (..., n_q, n_k) numbers, before
 its softmax. ``chunked_attention`` feeds the keys and values in blocks of
@@ -13,9 +14,10 @@ Masks follow the book (True = keep). Masked scores are set to the dtype's most
 negative finite number, never -inf, so no step computes inf - inf = NaN, in any
 dtype; a query with every key masked gets a zero output, as in ``attention``.
 
-Training: ``RecomputingChunkedAttention`` gives chunked attention a backward pass that
-keeps only the output and one log-sum-exp per query and rebuilds each block's weights
-(FlashAttention-2's backward). Measuring what all this costs lives in ``attnbook.measure.timing``.
+Training: ``RecomputingChunkedAttention`` gives chunked attention a backward
+pass that keeps only the output and one log-sum-exp per query and rebuilds each
+block's weights (FlashAttention-2's backward). Measuring what all this costs
+lives in ``attnbook.measure.timing``.
 """
 
 import math
@@ -31,185 +33,332 @@ from .._checks import (
     require_same_size,
     require_sequences,
 )
-from .attention import _drop_masked_garbage, _scores_with_partly_masked_garbage, _weighted_values
+from .attention import (
+    _drop_masked_garbage,
+    _scores_with_partly_masked_garbage,
+    _weighted_values,
+)
 from .scoring import dot_score
 
 DEFAULT_CHUNK_SIZE = 128
 
 
 def _lowest(dtype: torch.dtype) -> float:
-    """The most negative finite number of ``dtype``: exp(lowest - m) is 0, and never NaN."""
+    """The most negative finite number of ``dtype``: exp(lowest - m) is 0,
+    and never NaN."""
     return torch.finfo(dtype).min
 
 
 class StreamingAttention:
-    """Scaled dot-product attention for fixed queries, fed the keys one block at a time.
+    """Scaled dot-product attention for fixed queries, fed the keys one block
+    at a time.
 
     queries: (..., n_q, d). Call ``update(keys, values, mask)`` with blocks
     keys (..., c, d), values (..., c, d_v) and an optional boolean mask
     broadcastable to (..., n_q, c), True = keep; then ``output()`` returns
     (..., n_q, d_v), equal to ``attention`` over all the blocks together.
-    The state, per query: ``maximum`` (..., n_q, 1), the largest kept score so far
-    (the dtype's lowest finite number while nothing is kept); ``total`` (..., n_q, 1),
-    the sum of exp(score - maximum); ``weighted`` (..., n_q, d_v), the sum of
-    exp(score - maximum) * value. Memory: O(n_q * (c + d_v)), whatever the number of keys.
+    The state, per query: ``maximum`` (..., n_q, 1), the largest kept score so
+    far (the dtype's lowest finite number while nothing is kept); ``total``
+    (..., n_q, 1), the sum of exp(score - maximum); ``weighted`` (..., n_q,
+    d_v), the sum of exp(score - maximum) * value. Memory: O(n_q * (c + d_v)),
+    whatever the number of keys.
     """
 
     def __init__(self, queries: torch.Tensor):
         require_float("queries", queries)
         if queries.dim() < 2:
-            raise ValueError(f"queries need shape (..., n_q, d), got {tuple(queries.shape)}")
+            raise ValueError(
+                f"queries need shape (..., n_q, d), got {tuple(queries.shape)}"
+            )
         if queries.shape[-1] == 0:
-            raise ValueError(f"queries need a feature size d >= 1 (scores divide by sqrt(d)), got {tuple(queries.shape)}")
+            raise ValueError(
+                "queries need a feature size d >= 1 (scores divide by "
+                f"sqrt(d)), got {tuple(queries.shape)}"
+            )
         self.queries, self.dtype = queries, queries.dtype
-        # The running state is kept in float32 for float16/bfloat16 inputs (as FlashAttention does):
-        # in float16 the running sum overflows past 65,504 keys. output() returns the input dtype.
+        # The running state is kept in float32 for float16/bfloat16 inputs (as
+        # FlashAttention does): in float16 the running sum overflows past
+        # 65,504 keys. output() returns the input dtype.
         work = compute_dtype(queries.dtype)
-        # The scaling of scaled_dot_score, applied once: dot_score(q / sqrt(d), k) per block.
-        self.scaled_queries = queries.to(work) * (1.0 / math.sqrt(queries.shape[-1]))
+        # The scaling of scaled_dot_score, applied once: dot_score(q / sqrt(d),
+        # k) per block.
+        self.scaled_queries = queries.to(work) * (
+            1.0 / math.sqrt(queries.shape[-1])
+        )
         self.lowest = _lowest(work)
-        self.maximum = torch.full((*queries.shape[:-1], 1), self.lowest, dtype=work, device=queries.device)
+        self.maximum = torch.full(
+            (*queries.shape[:-1], 1),
+            self.lowest,
+            dtype=work,
+            device=queries.device,
+        )
         self.total = torch.zeros_like(self.maximum)
         self.weighted = None
         self.blocks = 0
 
-    def update(self, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor | None = None) -> "StreamingAttention":
-        """Fold one block of keys (..., c, d) and values (..., c, d_v) into the running state."""
+    def update(
+        self,
+        keys: torch.Tensor,
+        values: torch.Tensor,
+        mask: torch.Tensor | None = None,
+    ) -> "StreamingAttention":
+        """Fold one block of keys (..., c, d) and values (..., c, d_v) into
+        the running state."""
         _check_block(self.queries, keys, values)
-        if self.weighted is not None and values.shape[-1] != self.weighted.shape[-1]:
+        if (
+            self.weighted is not None
+            and values.shape[-1] != self.weighted.shape[-1]
+        ):
             raise ValueError(
-                f"values of this block have {values.shape[-1]} features, earlier blocks had {self.weighted.shape[-1]}"
+                f"values of this block have {values.shape[-1]} features, "
+                f"earlier blocks had {self.weighted.shape[-1]}"
             )
         work = self.scaled_queries.dtype
         keys = _drop_masked_garbage(keys, mask)
         if keys.dtype != work:  # float16/bfloat16 blocks, scored in float32
             keys, values = keys.to(work), values.to(work)
-        if mask is not None and not bool(torch.isfinite(keys).all()):  # garbage some queries keep, others mask
-            scores = _scores_with_partly_masked_garbage(self.scaled_queries, keys, dot_score, mask)
+        if mask is not None and not bool(
+            torch.isfinite(keys).all()
+        ):  # garbage some queries keep, others mask
+            scores = _scores_with_partly_masked_garbage(
+                self.scaled_queries, keys, dot_score, mask
+            )
         else:
-            scores = dot_score(self.scaled_queries, keys)  # (..., n_q, c): the only n_q x c buffer
+            scores = dot_score(
+                self.scaled_queries, keys
+            )  # (..., n_q, c): the only n_q x c buffer
         if mask is not None:
             require_bool_mask(mask, scores.shape)
             scores.masked_fill_(~mask, self.lowest)
-        # The maximum only keeps exp() in range; the result does not depend on it, so no gradient flows through it.
-        new_maximum = torch.maximum(self.maximum, scores.detach().amax(dim=-1, keepdim=True))
-        # Rows with nothing kept yet still hold `lowest`: shift them by 0, so exp(lowest - 0) = 0 (not exp(0) = 1).
-        shift = new_maximum.masked_fill(new_maximum == self.lowest, 0.0) if mask is not None else new_maximum
-        rescale = torch.exp(self.maximum - shift)  # <= 1: how much the old sums shrink
-        weights = scores.sub_(shift).exp_()  # exp(score - maximum), in place: no second buffer
+        # The maximum only keeps exp() in range; the result does not depend on
+        # it, so no gradient flows through it.
+        new_maximum = torch.maximum(
+            self.maximum, scores.detach().amax(dim=-1, keepdim=True)
+        )
+        # Rows with nothing kept yet still hold `lowest`: shift them by 0, so
+        # exp(lowest - 0) = 0 (not exp(0) = 1).
+        shift = (
+            new_maximum.masked_fill(new_maximum == self.lowest, 0.0)
+            if mask is not None
+            else new_maximum
+        )
+        rescale = torch.exp(
+            self.maximum - shift
+        )  # <= 1: how much the old sums shrink
+        weights = scores.sub_(
+            shift
+        ).exp_()  # exp(score - maximum), in place: no second buffer
         self.total = self.total * rescale + weights.sum(dim=-1, keepdim=True)
-        block_output = _weighted_values(weights, values, mask is not None)  # NaN/inf under the mask adds nothing
-        self.weighted = block_output if self.weighted is None else self.weighted * rescale + block_output
+        block_output = _weighted_values(
+            weights, values, mask is not None
+        )  # NaN/inf under the mask adds nothing
+        self.weighted = (
+            block_output
+            if self.weighted is None
+            else self.weighted * rescale + block_output
+        )
         self.maximum = new_maximum
         self.blocks += 1
         return self
 
     def output(self) -> torch.Tensor:
-        """The attention output (..., n_q, d_v): weighted / total, and 0 where nothing was kept."""
+        """The attention output (..., n_q, d_v): weighted / total, and 0
+        where nothing was kept."""
         if self.weighted is None:
-            raise ValueError("no key block yet: call update(keys, values) at least once")
+            raise ValueError(
+                "no key block yet: call update(keys, values) at least once"
+            )
         total = self.total
-        return (self.weighted / torch.where(total > 0, total, torch.ones_like(total))).to(self.dtype)
+        return (
+            self.weighted
+            / torch.where(total > 0, total, torch.ones_like(total))
+        ).to(self.dtype)
 
     def log_sum_exp(self) -> torch.Tensor:
-        """Per query, log of the softmax's denominator: maximum + log(total), shape (..., n_q, 1).
+        """Per query, log of the softmax's denominator: maximum + log(total),
+        shape (..., n_q, 1).
 
-        It is all the backward pass needs to rebuild any block's weights exactly:
-        weight = exp(score - log_sum_exp). A query with nothing kept gets +inf (weights 0).
+        It is all the backward pass needs to rebuild any block's weights
+        exactly: weight = exp(score - log_sum_exp). A query with nothing kept
+        gets +inf (weights 0).
         """
         if self.weighted is None:
-            raise ValueError("no key block yet: call update(keys, values) at least once")
+            raise ValueError(
+                "no key block yet: call update(keys, values) at least once"
+            )
         kept = self.total > 0
-        return torch.where(kept, self.maximum + torch.log(torch.where(kept, self.total, torch.ones_like(self.total))),
-                           torch.full_like(self.total, float("inf")))
+        return torch.where(
+            kept,
+            self.maximum
+            + torch.log(
+                torch.where(kept, self.total, torch.ones_like(self.total))
+            ),
+            torch.full_like(self.total, float("inf")),
+        )
 
 
-def _check_block(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> None:
-    """Float tensors of one dtype, (..., n, d) shaped, matching sizes and broadcastable batches."""
+def _check_block(
+    queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor
+) -> None:
+    """Float tensors of one dtype, (..., n, d) shaped, matching sizes and
+    broadcastable batches."""
     require_sequences(queries=queries, keys=keys, values=values)
     require_same_dtype(queries=queries, keys=keys, values=values)
-    require_same_size("feature sizes of queries and keys", "queries", queries.shape[-1], "keys", keys.shape[-1])
-    require_same_size("number of keys and values", "keys", keys.shape[-2], "values", values.shape[-2])
+    require_same_size(
+        "feature sizes of queries and keys",
+        "queries",
+        queries.shape[-1],
+        "keys",
+        keys.shape[-1],
+    )
+    require_same_size(
+        "number of keys and values",
+        "keys",
+        keys.shape[-2],
+        "values",
+        values.shape[-2],
+    )
 
 
-def _mask_block(mask: torch.Tensor | None, start: int, stop: int) -> torch.Tensor | None:
-    """Columns start:stop of a mask broadcastable to (..., n_q, n_k) (a size-1 last axis is kept)."""
+def _mask_block(
+    mask: torch.Tensor | None, start: int, stop: int
+) -> torch.Tensor | None:
+    """Columns start:stop of a mask broadcastable to (..., n_q, n_k) (a
+    size-1 last axis is kept)."""
     if mask is None or mask.dim() == 0 or mask.shape[-1] == 1:
         return mask
     return mask[..., start:stop]
 
 
-def chunked_attention(queries, keys, values, mask=None, chunk_size: int = DEFAULT_CHUNK_SIZE,
-                      recompute_backward: bool = True) -> torch.Tensor:
-    """Scaled dot-product attention computed over blocks of ``chunk_size`` keys (online softmax).
+def chunked_attention(
+    queries,
+    keys,
+    values,
+    mask=None,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    recompute_backward: bool = True,
+) -> torch.Tensor:
+    """Scaled dot-product attention computed over blocks of ``chunk_size`` keys
+    (online softmax).
 
-    queries: (..., n_q, d), keys: (..., n_k, d), values: (..., n_k, d_v), one float dtype.
+    queries: (..., n_q, d), keys: (..., n_k, d), values: (..., n_k, d_v), one
+    float dtype.
     mask: boolean, True = keep, broadcastable to the scores (..., n_q, n_k).
-    Returns the output (..., n_q, d_v), equal to ``attention(queries, keys, values,
-    mask=mask)[0]`` (scores scaled by 1/sqrt(d)) up to float rounding; a query whose
-    keys are all masked gets zeros. Only one (..., n_q, chunk_size) score block is
-    alive at a time, so the extra memory is O(n_q * chunk_size), not O(n_q * n_k).
-    The weights are never formed as a whole, so unlike ``attention`` none are returned.
-    Gradients: with ``recompute_backward=True`` (the default) the backward pass keeps only
-    the output and one log-sum-exp per query and recomputes each block's weights
-    (FlashAttention's backward), so training needs O(n_q * chunk_size) extra memory too;
-    ``False`` lets autograd differentiate through the blocks, storing every block's weights.
+    Returns the output (..., n_q, d_v), equal to
+    ``attention(queries, keys, values, mask=mask)[0]`` (scores scaled by
+    1/sqrt(d)) up to float rounding; a query whose keys are all masked gets
+    zeros. Only one (..., n_q, chunk_size) score block is alive at a time, so
+    the extra memory is O(n_q * chunk_size), not O(n_q * n_k). The weights are
+    never formed as a whole, so unlike ``attention`` none are returned.
+    Gradients: with ``recompute_backward=True`` (the default) the backward pass
+    keeps only the output and one log-sum-exp per query and recomputes each
+    block's weights (FlashAttention's backward), so training needs O(n_q *
+    chunk_size) extra memory too; ``False`` lets autograd differentiate through
+    the blocks, storing every block's weights.
     """
     require_float("queries", queries)
     if queries.dim() < 2:
-        raise ValueError(f"queries need shape (..., n_q, d), got {tuple(queries.shape)}")
+        raise ValueError(
+            f"queries need shape (..., n_q, d), got {tuple(queries.shape)}"
+        )
     _check_block(queries, keys, values)
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int):
-        raise TypeError(f"chunk_size must be an int, got {type(chunk_size).__name__}")
+        raise TypeError(
+            f"chunk_size must be an int, got {type(chunk_size).__name__}"
+        )
     require_positive("chunk_size", chunk_size)
-    batch = torch.broadcast_shapes(queries.shape[:-2], keys.shape[:-2], values.shape[:-2])
+    batch = torch.broadcast_shapes(
+        queries.shape[:-2], keys.shape[:-2], values.shape[:-2]
+    )
     n_q, n_k = queries.shape[-2], keys.shape[-2]
-    if mask is not None:  # as in attention: the mask may not enlarge the scores (..., n_q, n_k)
-        require_bool_mask(mask, torch.Size((*torch.broadcast_shapes(queries.shape[:-2], keys.shape[:-2]), n_q, n_k)))
+    if (
+        mask is not None
+    ):  # as in attention: the mask may not enlarge the scores (..., n_q, n_k)
+        require_bool_mask(
+            mask,
+            torch.Size(
+                (
+                    *torch.broadcast_shapes(
+                        queries.shape[:-2], keys.shape[:-2]
+                    ),
+                    n_q,
+                    n_k,
+                )
+            ),
+        )
     if n_k == 0:
         return queries.new_zeros((*batch, n_q, values.shape[-1]))
-    needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in (queries, keys, values))
+    needs_grad = torch.is_grad_enabled() and any(
+        t.requires_grad for t in (queries, keys, values)
+    )
     if recompute_backward and needs_grad:
-        output = RecomputingChunkedAttention.apply(queries, keys, values, mask, chunk_size)
+        output = RecomputingChunkedAttention.apply(
+            queries, keys, values, mask, chunk_size
+        )
     else:
         output = _stream(queries, keys, values, mask, chunk_size).output()
-    return output.expand(*batch, n_q, values.shape[-1]) if output.shape[:-2] != batch else output
+    return (
+        output.expand(*batch, n_q, values.shape[-1])
+        if output.shape[:-2] != batch
+        else output
+    )
 
 
-def _stream(queries, keys, values, mask, chunk_size: int) -> StreamingAttention:
-    """Feed keys and values to a StreamingAttention in blocks of ``chunk_size``; return its state."""
+def _stream(
+    queries, keys, values, mask, chunk_size: int
+) -> StreamingAttention:
+    """Feed keys and values to a StreamingAttention in blocks of
+    ``chunk_size``; return its state."""
     state = StreamingAttention(queries)
     for start in range(0, keys.shape[-2], chunk_size):
         stop = min(start + chunk_size, keys.shape[-2])
-        state.update(keys[..., start:stop, :], values[..., start:stop, :], _mask_block(mask, start, stop))
+        state.update(
+            keys[..., start:stop, :],
+            values[..., start:stop, :],
+            _mask_block(mask, start, stop),
+        )
     return state
 
 
 def _sum_to_shape(grad: torch.Tensor, shape: torch.Size) -> torch.Tensor:
-    """Sum a gradient over the batch dimensions that broadcasting added or expanded, back to ``shape``."""
-    grad = grad.sum(dim=tuple(range(grad.dim() - len(shape)))) if grad.dim() > len(shape) else grad
-    expanded = tuple(i for i, size in enumerate(shape) if size == 1 and grad.shape[i] != 1)
+    """Sum a gradient over the batch dimensions that broadcasting added or
+    expanded, back to ``shape``."""
+    grad = (
+        grad.sum(dim=tuple(range(grad.dim() - len(shape))))
+        if grad.dim() > len(shape)
+        else grad
+    )
+    expanded = tuple(
+        i for i, size in enumerate(shape) if size == 1 and grad.shape[i] != 1
+    )
     return grad.sum(dim=expanded, keepdim=True) if expanded else grad
 
 
 class RecomputingChunkedAttention(torch.autograd.Function):
-    """Chunked attention whose backward pass recomputes each block's weights (FlashAttention-2's backward).
+    """Chunked attention whose backward pass recomputes each block's weights
+    (FlashAttention-2's backward).
 
-    Forward: the online softmax of ``StreamingAttention``; it saves q, k, v, the output O and
-    one log-sum-exp per query, L = m + log(total): O(n) numbers, no n_q x n_k matrix.
-    Backward, with dO the gradient of the output and S = q k^T / sqrt(d), block by block:
+    Forward: the online softmax of ``StreamingAttention``; it saves q, k, v,
+    the output O and one log-sum-exp per query, L = m + log(total): O(n)
+    numbers, no n_q x n_k matrix. Backward, with dO the gradient of the output
+    and S = q k^T / sqrt(d), block by block:
         P  = exp(S - L)                  (the block's weights, rebuilt exactly)
         dV = P^T dO                      dP = dO V^T
-        dS = P * (dP - D),  D = rowsum(dO * O)   (the softmax's backward; D replaces P's row sums)
+        dS = P * (dP - D),  D = rowsum(dO * O)
+                                 (the softmax's backward; D replaces
+                                 P's row sums)
         dQ += dS K / sqrt(d)             dK = dS^T Q / sqrt(d)
-    Masked entries get P = 0 and dS = 0, so nothing a masked key holds reaches a gradient.
+    Masked entries get P = 0 and dS = 0, so nothing a masked key holds reaches
+    a gradient.
     """
 
     @staticmethod
     def forward(ctx, queries, keys, values, mask, chunk_size):
         state = _stream(queries, keys, values, mask, chunk_size)
         output = state.output()
-        ctx.save_for_backward(queries, keys, values, output, state.log_sum_exp(), mask)
+        ctx.save_for_backward(
+            queries, keys, values, output, state.log_sum_exp(), mask
+        )
         ctx.chunk_size = chunk_size
         return output
 
@@ -217,35 +366,73 @@ class RecomputingChunkedAttention(torch.autograd.Function):
     def backward(ctx, grad_output):
         queries, keys, values, output, log_sum_exp, mask = ctx.saved_tensors
         scale = 1.0 / math.sqrt(queries.shape[-1])
-        work = log_sum_exp.dtype  # float32 for half inputs, as in the forward pass
+        work = (
+            log_sum_exp.dtype
+        )  # float32 for half inputs, as in the forward pass
         q, do = queries.to(work), grad_output.to(work)
-        delta = (do * output.to(work)).sum(dim=-1, keepdim=True)  # D = rowsum(dO * O)
-        grad_q = torch.zeros(torch.broadcast_shapes(q.shape, do.shape[:-1] + q.shape[-1:]), dtype=work, device=q.device)
+        delta = (do * output.to(work)).sum(
+            dim=-1, keepdim=True
+        )  # D = rowsum(dO * O)
+        grad_q = torch.zeros(
+            torch.broadcast_shapes(q.shape, do.shape[:-1] + q.shape[-1:]),
+            dtype=work,
+            device=q.device,
+        )
         grad_k, grad_v = [], []
-        # Two n_q x chunk buffers, reused by every block: the only large temporaries of the backward pass.
-        block_shape = (*torch.broadcast_shapes(q.shape[:-2], keys.shape[:-2], do.shape[:-2]), q.shape[-2])
-        weights_buffer = torch.empty(math.prod(block_shape) * ctx.chunk_size, dtype=work, device=q.device)
+        # Two n_q x chunk buffers, reused by every block: the only large
+        # temporaries of the backward pass.
+        block_shape = (
+            *torch.broadcast_shapes(
+                q.shape[:-2], keys.shape[:-2], do.shape[:-2]
+            ),
+            q.shape[-2],
+        )
+        weights_buffer = torch.empty(
+            math.prod(block_shape) * ctx.chunk_size,
+            dtype=work,
+            device=q.device,
+        )
         grad_buffer = torch.empty_like(weights_buffer)
         for start in range(0, keys.shape[-2], ctx.chunk_size):
             stop = min(start + ctx.chunk_size, keys.shape[-2])
-            k, v = keys[..., start:stop, :].to(work), values[..., start:stop, :].to(work)
+            k, v = (
+                keys[..., start:stop, :].to(work),
+                values[..., start:stop, :].to(work),
+            )
             block_mask = _mask_block(mask, start, stop)
-            # Masked keys may hold garbage (NaN, inf): keep it out of every product (as the forward pass does).
-            k, v = _drop_masked_garbage(k, block_mask), _drop_masked_garbage(v, block_mask)
+            # Masked keys may hold garbage (NaN, inf): keep it out of every
+            # product (as the forward pass does).
+            k, v = (
+                _drop_masked_garbage(k, block_mask),
+                _drop_masked_garbage(v, block_mask),
+            )
             shape = (*block_shape, stop - start)
             weights = weights_buffer[: math.prod(shape)].view(shape)
             grad_scores = grad_buffer[: math.prod(shape)].view(shape)
             torch.matmul(q, k.transpose(-2, -1), out=weights)
-            weights.mul_(scale).sub_(log_sum_exp).exp_()  # P = exp(S - L), the block's weights
-            torch.matmul(do, v.transpose(-2, -1), out=grad_scores)  # dP = dO V^T
+            weights.mul_(scale).sub_(
+                log_sum_exp
+            ).exp_()  # P = exp(S - L), the block's weights
+            torch.matmul(
+                do, v.transpose(-2, -1), out=grad_scores
+            )  # dP = dO V^T
             grad_scores.sub_(delta).mul_(weights)  # dS = P * (dP - D)
             if block_mask is not None:
                 weights.masked_fill_(~block_mask, 0.0)
                 grad_scores.masked_fill_(~block_mask, 0.0)
             grad_v.append(weights.transpose(-2, -1) @ do)
             grad_k.append(grad_scores.transpose(-2, -1) @ q * scale)
-            # dS is 0 where the mask drops a key: a NaN/inf key some other query keeps must not turn it into NaN.
-            grad_q.add_(_weighted_values(grad_scores, k, block_mask is not None), alpha=scale)
+            # dS is 0 where the mask drops a key: a NaN/inf key some other
+            # query keeps must not turn it into NaN.
+            grad_q.add_(
+                _weighted_values(grad_scores, k, block_mask is not None),
+                alpha=scale,
+            )
         grad_k, grad_v = torch.cat(grad_k, dim=-2), torch.cat(grad_v, dim=-2)
-        return (_sum_to_shape(grad_q, queries.shape).to(queries.dtype), _sum_to_shape(grad_k, keys.shape).to(keys.dtype),
-                _sum_to_shape(grad_v, values.shape).to(values.dtype), None, None)
+        return (
+            _sum_to_shape(grad_q, queries.shape).to(queries.dtype),
+            _sum_to_shape(grad_k, keys.shape).to(keys.dtype),
+            _sum_to_shape(grad_v, values.shape).to(values.dtype),
+            None,
+            None,
+        )

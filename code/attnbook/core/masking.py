@@ -1,52 +1,79 @@
 """Softmax with a mask, and masks built from sequence lengths.
 
 Every attention function in the book turns scores into weights here, so the
-rules live in one place: a boolean mask with ``True = keep``; masked entries get
-exactly zero weight; a row with nothing left to keep gets all zeros (not NaN,
-not a uniform row); no magic constant like ``-2**32 + 1`` that overflows in
-half precision.
+rules live in one place: a boolean mask with ``True = keep``; masked entries
+get exactly zero weight; a row with nothing left to keep gets all zeros (not
+NaN, not a uniform row); no magic constant like ``-2**32 + 1`` that overflows
+in half precision.
 """
 
 import torch
 
-from .._checks import require_bool_mask, require_float, require_int, require_tensor
+from .._checks import (
+    require_bool_mask,
+    require_float,
+    require_int,
+    require_tensor,
+)
 
 
 def masked_softmax(
-    scores: torch.Tensor, mask: torch.Tensor | None = None, dim: int = -1, *, inplace: bool = False
+    scores: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    dim: int = -1,
+    *,
+    inplace: bool = False,
 ) -> torch.Tensor:
-    """Softmax of ``scores`` along ``dim``, ignoring the entries where ``mask`` is False.
+    """Softmax of ``scores`` along ``dim``, ignoring the entries where ``mask``
+    is False.
 
     scores: (..., n) floating point, any dtype (float16 and bfloat16 included).
     mask:   boolean, broadcastable to ``scores``; True = keep, False = ignore.
-    Returns weights of the shape and dtype of ``scores``. Along ``dim`` each slice
-    sums to 1 over its kept entries, or is all zeros if every entry is masked.
-    inplace=True overwrites ``scores`` with the weights (no second n_q x n_k
-    buffer); only for scores that no gradient has to flow through.
+    Returns weights of the shape and dtype of ``scores``. Along ``dim`` each
+    slice sums to 1 over its kept entries, or is all zeros if every entry is
+    masked. inplace=True overwrites ``scores`` with the weights (no second n_q
+    x n_k buffer); only for scores that no gradient has to flow through.
     """
     require_float("scores", scores)
     if inplace and scores.requires_grad and torch.is_grad_enabled():
-        raise ValueError("inplace=True needs scores that do not require grad (or torch.no_grad())")
+        raise ValueError(
+            "inplace=True needs scores that do not require grad (or "
+            "torch.no_grad())"
+        )
     if mask is not None:
         require_bool_mask(mask, scores.shape)
     return _masked_softmax(scores, mask, dim, inplace)
 
 
-def _masked_softmax(scores, mask, dim: int, inplace: bool, known_finite: bool = False) -> torch.Tensor:
-    """``masked_softmax`` after its checks. ``known_finite``: the caller has proved every score finite."""
-    # One cheap reduction decides whether every score is finite; only if not (an inf, a NaN,
-    # maybe under the mask) does the careful path run. The fast path is unchanged.
-    if not known_finite and scores.numel() and not torch.isfinite(scores.detach().sum()):
+def _masked_softmax(
+    scores, mask, dim: int, inplace: bool, known_finite: bool = False
+) -> torch.Tensor:
+    """``masked_softmax`` after its checks. ``known_finite``: the caller has
+    proved every score finite."""
+    # One cheap reduction decides whether every score is finite; only if not
+    # (an inf, a NaN, maybe under the mask) does the careful path run. The fast
+    # path is unchanged.
+    if (
+        not known_finite
+        and scores.numel()
+        and not torch.isfinite(scores.detach().sum())
+    ):
         weights = _softmax_nonfinite(scores, mask, dim)
         return scores.copy_(weights) if inplace else weights
     if mask is None:
-        return torch.softmax(scores, dim=dim, out=scores) if inplace else torch.softmax(scores, dim=dim)
+        return (
+            torch.softmax(scores, dim=dim, out=scores)
+            if inplace
+            else torch.softmax(scores, dim=dim)
+        )
     dropped = ~mask
     # The most negative finite number of the dtype: exp() of it (minus the row
     # maximum) is 0, and unlike -inf it never produces inf - inf = NaN.
     lowest = torch.finfo(scores.dtype).min
     if inplace:
-        torch.softmax(scores.masked_fill_(dropped, lowest), dim=dim, out=scores)
+        torch.softmax(
+            scores.masked_fill_(dropped, lowest), dim=dim, out=scores
+        )
         return scores.masked_fill_(dropped, 0.0)
     weights = torch.softmax(scores.masked_fill(dropped, lowest), dim=dim)
     # A fully masked slice would come out uniform; zeroing masked entries fixes
@@ -54,13 +81,17 @@ def _masked_softmax(scores, mask, dim: int, inplace: bool, known_finite: bool = 
     return weights.masked_fill(dropped, 0.0)
 
 
-def _softmax_nonfinite(scores: torch.Tensor, mask: torch.Tensor | None, dim: int) -> torch.Tensor:
-    """The softmax's limits for scores holding inf (and NaN): never a NaN the inputs do not explain.
+def _softmax_nonfinite(
+    scores: torch.Tensor, mask: torch.Tensor | None, dim: int
+) -> torch.Tensor:
+    """The softmax's limits for scores holding inf (and NaN): never a NaN the
+    inputs do not explain.
 
-    -inf scores get weight 0 (a row of only -inf, or masked, entries gets zeros, like a
-    fully masked row); a row holding +inf splits its weight equally among its +inf
-    entries (the limit of the softmax as those scores grow); NaN under the mask is
-    ignored like any masked score, while a kept NaN makes its row NaN (it is not hidden).
+    -inf scores get weight 0 (a row of only -inf, or masked, entries gets
+    zeros, like a fully masked row); a row holding +inf splits its weight
+    equally among its +inf entries (the limit of the softmax as those scores
+    grow); NaN under the mask is ignored like any masked score, while a kept
+    NaN makes its row NaN (it is not hidden).
     """
     keep = ~torch.isneginf(scores)
     if mask is not None:
@@ -69,14 +100,20 @@ def _softmax_nonfinite(scores: torch.Tensor, mask: torch.Tensor | None, dim: int
     has_top = top.any(dim=dim, keepdim=True)
     keep = torch.where(has_top, top, keep)
     lowest = torch.finfo(scores.dtype).min
-    # Rows with +inf: their +inf entries become equal finite scores (0), the rest is dropped.
-    finite = torch.where(has_top, torch.zeros((), dtype=scores.dtype, device=scores.device), scores)
+    # Rows with +inf: their +inf entries become equal finite scores (0), the
+    # rest is dropped.
+    finite = torch.where(
+        has_top,
+        torch.zeros((), dtype=scores.dtype, device=scores.device),
+        scores,
+    )
     finite = finite.masked_fill(~keep, lowest)
     return torch.softmax(finite, dim=dim).masked_fill(~keep, 0.0)
 
 
 def lengths_to_mask(valid_lens, n: int) -> torch.Tensor:
-    """Boolean mask that keeps the first ``valid_lens[...]`` of ``n`` positions.
+    """Boolean mask that keeps the first ``valid_lens[...]`` of ``n``
+    positions.
 
     valid_lens: (...) integer lengths, each in [0, n] (a tensor or a list).
     Returns mask: (..., n) with ``mask[..., j] = j < valid_lens[...]``.
@@ -87,11 +124,18 @@ def lengths_to_mask(valid_lens, n: int) -> torch.Tensor:
             valid_lens = torch.as_tensor(valid_lens)
         except (TypeError, ValueError, RuntimeError):
             raise TypeError(
-                f"valid_lens must be a tensor or a list of integer lengths, got {type(valid_lens).__name__}"
+                "valid_lens must be a tensor or a list of integer lengths, "
+                f"got {type(valid_lens).__name__}"
             ) from None
     require_tensor("valid_lens", valid_lens)
-    if valid_lens.is_floating_point() or valid_lens.is_complex() or valid_lens.dtype == torch.bool:
-        raise TypeError(f"valid_lens must hold integers, got dtype {valid_lens.dtype}")
+    if (
+        valid_lens.is_floating_point()
+        or valid_lens.is_complex()
+        or valid_lens.dtype == torch.bool
+    ):
+        raise TypeError(
+            f"valid_lens must hold integers, got dtype {valid_lens.dtype}"
+        )
     bad = (valid_lens < 0) | (valid_lens > n)
     if bad.any():
         first = valid_lens[bad].flatten()[0].item()

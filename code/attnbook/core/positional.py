@@ -3,44 +3,60 @@
 The sinusoidal encoding of "Attention Is All You Need":
     P[pos, 2i]   = sin(pos / base^(2i/d))
     P[pos, 2i+1] = cos(pos / base^(2i/d))
-Each (sin, cos) column pair shares one frequency omega_i = base^(-2i/d), which is
-what makes a shift by delta positions a fixed rotation of every pair.
+Each (sin, cos) column pair shares one frequency omega_i = base^(-2i/d), which
+is what makes a shift by delta positions a fixed rotation of every pair.
 """
 
 import torch
 from torch import nn
 
-from .._checks import require_float, require_int, require_positive, require_probability, require_same_size
+from .._checks import (
+    require_float,
+    require_int,
+    require_positive,
+    require_probability,
+    require_same_size,
+)
 
 
-def pair_frequencies(dim: int, base: float = 10000.0, dtype=torch.float64) -> torch.Tensor:
-    """omega_i = base^(-2i/dim) for i = 0 .. ceil(dim/2) - 1, shape (ceil(dim/2),)."""
+def pair_frequencies(
+    dim: int, base: float = 10000.0, dtype=torch.float64
+) -> torch.Tensor:
+    """omega_i = base^(-2i/dim) for i = 0 .. ceil(dim/2) - 1, shape
+    (ceil(dim/2),)."""
     require_int("dim", dim)
     require_positive("base", base)
     return base ** (-torch.arange(0, dim, 2, dtype=dtype) / dim)
 
 
-def sinusoidal_encoding(num_positions: int, dim: int, base: float = 10000.0) -> torch.Tensor:
+def sinusoidal_encoding(
+    num_positions: int, dim: int, base: float = 10000.0
+) -> torch.Tensor:
     """The sinusoidal position matrix P, shape (num_positions, dim), float32.
 
     Column 2i is sin(pos * omega_i), column 2i+1 is cos(pos * omega_i) with
     omega_i = base^(-2i/dim). An odd dim works: the last column is a sine.
     """
     require_int("num_positions", num_positions, minimum=0)
-    angles = torch.arange(num_positions, dtype=torch.float64)[:, None] * pair_frequencies(dim, base)
+    angles = torch.arange(num_positions, dtype=torch.float64)[
+        :, None
+    ] * pair_frequencies(dim, base)
     encoding = torch.empty(num_positions, dim, dtype=torch.float64)
     encoding[:, 0::2] = torch.sin(angles)
     encoding[:, 1::2] = torch.cos(angles[:, : dim // 2])
     return encoding.float()
 
 
-def position_shift_matrix(delta: float, dim: int, base: float = 10000.0) -> torch.Tensor:
-    """The matrix M, shape (dim, dim), with M @ P[i] = P[i + delta] for every position i.
+def position_shift_matrix(
+    delta: float, dim: int, base: float = 10000.0
+) -> torch.Tensor:
+    """The matrix M, shape (dim, dim), with M @ P[i] = P[i + delta] for every
+    position i.
 
     Block-diagonal: on each column pair (2j, 2j+1) it is the rotation
-    [[cos(delta w_j), sin(delta w_j)], [-sin(delta w_j), cos(delta w_j)]]; it does
-    not depend on i. For an odd dim the last (unpaired sine) column has no such
-    map, so dim must be even here.
+    [[cos(delta w_j), sin(delta w_j)], [-sin(delta w_j), cos(delta w_j)]]; it
+    does not depend on i. For an odd dim the last (unpaired sine) column has no
+    such map, so dim must be even here.
     """
     require_int("dim", dim)
     if dim % 2:
@@ -66,18 +82,31 @@ def _check_sequence(x: torch.Tensor, dim: int, max_len: int) -> None:
         raise ValueError(f"x needs shape (..., n, dim), got {tuple(x.shape)}")
     require_same_size("feature size", "x", x.shape[-1], "dim", dim)
     if x.shape[-2] > max_len:
-        raise ValueError(f"sequence length {x.shape[-2]} exceeds max_len {max_len}")
+        raise ValueError(
+            f"sequence length {x.shape[-2]} exceeds max_len {max_len}"
+        )
 
 
 class PositionalEncoding(nn.Module):
-    """Adds the fixed sinusoidal encoding to a batch: x (B, n, dim) -> x + P[:n], then dropout."""
+    """Adds the fixed sinusoidal encoding to a batch: x (B, n, dim) -> x +
+    P[:n], then dropout."""
 
-    def __init__(self, dim: int, max_len: int = 1024, dropout: float = 0.0, base: float = 10000.0):
+    def __init__(
+        self,
+        dim: int,
+        max_len: int = 1024,
+        dropout: float = 0.0,
+        base: float = 10000.0,
+    ):
         super().__init__()
         require_int("max_len", max_len)
         self.dim, self.max_len = dim, max_len
         self.dropout = nn.Dropout(require_probability("dropout", dropout))
-        self.register_buffer("encoding", sinusoidal_encoding(max_len, dim, base), persistent=False)
+        self.register_buffer(
+            "encoding",
+            sinusoidal_encoding(max_len, dim, base),
+            persistent=False,
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         _check_sequence(x, self.dim, self.max_len)
@@ -85,7 +114,8 @@ class PositionalEncoding(nn.Module):
 
 
 class LearnedPositionalEmbedding(nn.Module):
-    """Adds a trainable vector per position (BERT-style): x (B, n, dim) -> x + E[:n]."""
+    """Adds a trainable vector per position (BERT-style): x (B, n, dim) -> x
+    + E[:n]."""
 
     def __init__(self, max_len: int, dim: int):
         super().__init__()
@@ -100,25 +130,33 @@ class LearnedPositionalEmbedding(nn.Module):
         return x + self.embedding.weight[: x.shape[-2]].to(x.dtype)
 
 
-# ---------------------------------------------------------------- erratum 2: a flawed source, reproduced
+# --- erratum 2: a flawed source, reproduced
 
 
 def source_002_encoding(num_positions: int, dim: int) -> torch.Tensor:
-    """What source 002's ``PositionalEncoding`` class computes, bugs included (erratum 2). Do not use.
+    """What source 002's ``PositionalEncoding`` class computes, bugs included
+    (erratum 2). Do not use.
 
-    A reproduction of a flawed source, kept to show its errors. Shape (num_positions, dim),
-    float32, computed as the source does (float32 throughout):
-      column 2i   = sin(pos * 10000^(2i/dim))       (bug a: the position is MULTIPLIED by
-                                                     10000^(2i/dim), so frequencies rise)
-      column 2i+1 = cos(pos * 10000^((2i+1)/dim))   (bug b: exponents from arange(1, dim, 2),
-                                                     so a pair's cosine has its own frequency)
-    The correct encoding is ``sinusoidal_encoding``: pos / 10000^(2i/dim) in both columns.
+    A reproduction of a flawed source, kept to show its errors. Shape
+    (num_positions, dim), float32, computed as the source does (float32
+    throughout):
+      column 2i   = sin(pos * 10000^(2i/dim))
+      column 2i+1 = cos(pos * 10000^((2i+1)/dim))
+    bug a: the position is MULTIPLIED by 10000^(2i/dim), so frequencies rise;
+    bug b: exponents from arange(1, dim, 2), so a pair's cosine has its own
+    frequency.
+    The correct encoding is ``sinusoidal_encoding``: pos / 10000^(2i/dim) in
+    both columns.
     """
     require_int("num_positions", num_positions, minimum=0)
     require_int("dim", dim)
     pos = torch.arange(num_positions, dtype=torch.float32)[:, None]
-    sine_factor = torch.pow(torch.tensor(10000.0), torch.arange(0, dim, 2).float() / dim)
-    cosine_factor = torch.pow(torch.tensor(10000.0), torch.arange(1, dim, 2).float() / dim)
+    sine_factor = torch.pow(
+        torch.tensor(10000.0), torch.arange(0, dim, 2).float() / dim
+    )
+    cosine_factor = torch.pow(
+        torch.tensor(10000.0), torch.arange(1, dim, 2).float() / dim
+    )
     encoding = torch.zeros(num_positions, dim)
     encoding[:, 0::2] = torch.sin(pos * sine_factor)
     encoding[:, 1::2] = torch.cos(pos * cosine_factor)
@@ -128,16 +166,21 @@ def source_002_encoding(num_positions: int, dim: int) -> torch.Tensor:
 class Source002PositionalEncoding(nn.Module):
     """Source 002's module as the source wrote it (erratum 2). Do not use.
 
-    A reproduction of a flawed source: ``source_002_encoding`` stored as (max_len, 1, dim) for
-    inputs laid out (seq, batch, dim); ``forward`` returns x + encoding[: x.shape[0]]. The
-    dropout layer is created and never applied, as in the source; a batch-first input
-    (batch, seq, dim) is not refused but gets position b added to every token of sequence b.
+    A reproduction of a flawed source: ``source_002_encoding`` stored as
+    (max_len, 1, dim) for inputs laid out (seq, batch, dim); ``forward``
+    returns x + encoding[: x.shape[0]]. The dropout layer is created and never
+    applied, as in the source; a batch-first input (batch, seq, dim) is not
+    refused but gets position b added to every token of sequence b.
     """
 
     def __init__(self, dim: int, dropout: float = 0.1, max_len: int = 512):
         super().__init__()
-        self.dropout = nn.Dropout(dropout)  # declared, never called: the source's dead line
-        self.register_buffer("encoding", source_002_encoding(max_len, dim)[:, None, :])
+        self.dropout = nn.Dropout(
+            dropout
+        )  # declared, never called: the source's dead line
+        self.register_buffer(
+            "encoding", source_002_encoding(max_len, dim)[:, None, :]
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x + self.encoding[: x.shape[0], :]

@@ -1,14 +1,15 @@
 """Rotary position embedding (RoPE, Su et al. 2021, arXiv 2104.09864).
 
-Instead of adding a position vector to the input, RoPE turns the query and the key of the
-token at position i: each pair of features (2j, 2j+1) is rotated by the angle i * omega_j,
-with omega_j = base^(-2j/d), the frequencies of the sinusoidal encoding
-(``attnbook.core.positional.pair_frequencies``). Seen as a complex number
-z_j = x[2j] + sqrt(-1) x[2j+1], the pair is multiplied by exp(sqrt(-1) i omega_j).
+Instead of adding a position vector to the input, RoPE turns the query and the
+key of the token at position i: each pair of features (2j, 2j+1) is rotated by
+the angle i * omega_j, with omega_j = base^(-2j/d), the frequencies of the
+sinusoidal encoding (``attnbook.core.positional.pair_frequencies``). Seen as a
+complex number z_j = x[2j] + sqrt(-1) x[2j+1], the pair is multiplied by
+exp(sqrt(-1) i omega_j).
 
-Rotations keep lengths and compose by adding angles, so the score between a query rotated
-to position i and a key rotated to position i' depends on the offset i - i' only.
-Values are never rotated.
+Rotations keep lengths and compose by adding angles, so the score between a
+query rotated to position i and a key rotated to position i' depends on the
+offset i - i' only. Values are never rotated.
 """
 
 import torch
@@ -17,51 +18,70 @@ from .._checks import require_float, require_tensor
 from .positional import pair_frequencies
 
 
-def apply_rotary(x: torch.Tensor, positions, base: float = 10000.0) -> torch.Tensor:
+def apply_rotary(
+    x: torch.Tensor, positions, base: float = 10000.0
+) -> torch.Tensor:
     """Rotate every feature pair of x by its position's angle (RoPE).
 
-    x: (..., n, d) queries or keys, d even and positive, floating point (a single vector
-        (d,) with one position works too).
-    positions: a tensor of shape (n,) or any shape that broadcasts to x.shape[:-1]
-        (e.g. (B, n) for one set of positions per sequence), or a Python number for
-        one position shared by all rows. Integer or floating-point: the rotation is
-        defined for any real position (a position of 2.5 turns each pair by 2.5 omega_j).
-    Returns a tensor of x's shape and dtype: out[..., 2j] = x[..., 2j] cos a - x[..., 2j+1] sin a,
-    out[..., 2j+1] = x[..., 2j] sin a + x[..., 2j+1] cos a, with a = position * base^(-2j/d).
-    The angles are computed in float64 and cast to x's dtype.
+    x: (..., n, d) queries or keys, d even and positive, floating point (a
+        single vector (d,) with one position works too).
+    positions: a tensor of shape (n,) or any shape that broadcasts to
+        x.shape[:-1] (e.g. (B, n) for one set of positions per sequence), or a
+        Python number for one position shared by all rows. Integer or
+        floating-point: the rotation is defined for any real position (a
+        position of 2.5 turns each pair by 2.5 omega_j).
+    Returns a tensor of x's shape and dtype: out[..., 2j] = x[..., 2j] cos a -
+    x[..., 2j+1] sin a, out[..., 2j+1] = x[..., 2j] sin a + x[..., 2j+1] cos a,
+    with a = position * base^(-2j/d). The angles are computed in float64 and
+    cast to x's dtype.
     """
     require_float("x", x)
     if x.is_complex():
-        raise TypeError(f"x must be a real floating-point tensor, got dtype {x.dtype}")
+        raise TypeError(
+            f"x must be a real floating-point tensor, got dtype {x.dtype}"
+        )
     if x.dim() < 1 or x.shape[-1] == 0 or x.shape[-1] % 2:
-        raise ValueError(f"apply_rotary needs an even feature size d (pairs of features), got shape {tuple(x.shape)}")
+        raise ValueError(
+            "apply_rotary needs an even feature size d (pairs of features), "
+            f"got shape {tuple(x.shape)}"
+        )
     positions = _as_positions(positions)
     try:
         torch.broadcast_shapes(positions.shape, x.shape[:-1])
     except RuntimeError:
         raise ValueError(
-            f"positions of shape {tuple(positions.shape)} do not broadcast to x's positions "
+            f"positions of shape {tuple(positions.shape)} do not broadcast to "
+            "x's positions "
             f"x.shape[:-1] = {tuple(x.shape[:-1])}"
         ) from None
     if torch.broadcast_shapes(positions.shape, x.shape[:-1]) != x.shape[:-1]:
         raise ValueError(
-            f"positions of shape {tuple(positions.shape)} would enlarge x of shape {tuple(x.shape)}"
+            f"positions of shape {tuple(positions.shape)} would enlarge x of "
+            f"shape {tuple(x.shape)}"
         )
     omega = pair_frequencies(x.shape[-1], base).to(x.device)  # (d/2,)
-    angle = positions.to(device=x.device, dtype=torch.float64)[..., None] * omega  # (..., d/2)
+    angle = (
+        positions.to(device=x.device, dtype=torch.float64)[..., None] * omega
+    )  # (..., d/2)
     cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
     even, odd = x[..., 0::2], x[..., 1::2]
-    rotated = torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1)
+    rotated = torch.stack(
+        (even * cos - odd * sin, even * sin + odd * cos), dim=-1
+    )
     return rotated.flatten(-2)
 
 
 def _as_positions(positions) -> torch.Tensor:
-    """A real tensor of positions (Python numbers become 0-d tensors); bool, complex, NaN and inf refused."""
+    """A real tensor of positions (Python numbers become 0-d tensors); bool,
+    complex, NaN and inf refused."""
     if isinstance(positions, (int, float)) and not isinstance(positions, bool):
         positions = torch.tensor(positions, dtype=torch.float64)
     require_tensor("positions", positions)
     if positions.dtype == torch.bool or positions.is_complex():
-        raise TypeError(f"positions must hold integer or real numbers, got dtype {positions.dtype}")
+        raise TypeError(
+            "positions must hold integer or real numbers, got dtype "
+            f"{positions.dtype}"
+        )
     if positions.is_floating_point() and not torch.isfinite(positions).all():
         raise ValueError("positions must be finite numbers, got NaN or inf")
     return positions

@@ -2,7 +2,8 @@
 
 Four classic choices (source: nndl §1.1.2): additive, dot product, scaled dot
 product and bilinear. Every function maps queries (..., n_q, d_q) and keys
-(..., n_k, d_k) to scores (..., n_q, n_k): one row per query, one column per key.
+(..., n_k, d_k) to scores (..., n_q, n_k): one row per query, one column per
+key.
 """
 
 import math
@@ -21,7 +22,8 @@ from .._checks import (
 
 
 def _check_pair(queries: torch.Tensor, keys: torch.Tensor) -> None:
-    """Queries and keys must be float tensors of one dtype, with at least 2 dims and compatible batches."""
+    """Queries and keys must be float tensors of one dtype, with at least 2
+    dims and compatible batches."""
     require_sequences(queries=queries, keys=keys)
     require_same_dtype(queries=queries, keys=keys)
 
@@ -32,67 +34,118 @@ def dot_score(queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
     queries: (..., n_q, d), keys: (..., n_k, d). Returns (..., n_q, n_k).
     """
     _check_pair(queries, keys)
-    require_same_size("feature sizes of queries and keys", "queries", queries.shape[-1], "keys", keys.shape[-1])
+    require_same_size(
+        "feature sizes of queries and keys",
+        "queries",
+        queries.shape[-1],
+        "keys",
+        keys.shape[-1],
+    )
     return queries @ keys.transpose(-2, -1)
 
 
-def scaled_dot_score(queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+def scaled_dot_score(
+    queries: torch.Tensor, keys: torch.Tensor
+) -> torch.Tensor:
     """Scaled dot-product scores s(k, q) = k^T q / sqrt(d).
 
     queries: (..., n_q, d), keys: (..., n_k, d). Returns (..., n_q, n_k).
-    The queries are scaled before the product (n_q * d multiplications, not n_q * n_k).
+    The queries are scaled before the product (n_q * d multiplications, not n_q
+    * n_k).
     """
     _check_pair(queries, keys)
     if queries.shape[-1] == 0:
-        raise ValueError(f"scaled scores need a feature size d >= 1 (they divide by sqrt(d)), got queries {tuple(queries.shape)}")
+        raise ValueError(
+            "scaled scores need a feature size d >= 1 (they divide by "
+            f"sqrt(d)), got queries {tuple(queries.shape)}"
+        )
     return dot_score(queries * (1.0 / math.sqrt(queries.shape[-1])), keys)
 
 
 class AdditiveScore(nn.Module):
-    """Additive scores s(k, q) = v^T tanh(W k + U q) (Bahdanau-style attention).
+    """Additive scores s(k, q) = v^T tanh(W k + U q) (Bahdanau-style
+    attention).
 
-    queries: (..., n_q, query_dim), keys: (..., n_k, key_dim). Returns (..., n_q, n_k).
-    Parameters: ``key_proj`` (W), ``query_proj`` (U), both without bias, and ``v``.
+    queries: (..., n_q, query_dim), keys: (..., n_k, key_dim). Returns (...,
+    n_q, n_k). Parameters: ``key_proj`` (W), ``query_proj`` (U), both without
+    bias, and ``v``.
     """
 
     def __init__(self, query_dim: int, key_dim: int, hidden_dim: int):
         super().__init__()
-        self.query_dim, self.key_dim = require_dim("query_dim", query_dim), require_dim("key_dim", key_dim)
+        self.query_dim, self.key_dim = (
+            require_dim("query_dim", query_dim),
+            require_dim("key_dim", key_dim),
+        )
         self.hidden_dim = require_dim("hidden_dim", hidden_dim)
         self.key_proj = nn.Linear(key_dim, hidden_dim, bias=False)
         self.query_proj = nn.Linear(query_dim, hidden_dim, bias=False)
         self.v = nn.Linear(hidden_dim, 1, bias=False)
 
-    def forward(self, queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, queries: torch.Tensor, keys: torch.Tensor
+    ) -> torch.Tensor:
         _check_pair(queries, keys)
-        require_same_size("query feature size", "queries", queries.shape[-1], "query_dim", self.query_dim)
-        require_same_size("key feature size", "keys", keys.shape[-1], "key_dim", self.key_dim)
+        require_same_size(
+            "query feature size",
+            "queries",
+            queries.shape[-1],
+            "query_dim",
+            self.query_dim,
+        )
+        require_same_size(
+            "key feature size", "keys", keys.shape[-1], "key_dim", self.key_dim
+        )
         require_module_dtype(self, queries=queries, keys=keys)
         batch = torch.broadcast_shapes(queries.shape[:-2], keys.shape[:-2])
-        require_matrix_fits("the additive score's hidden tensor", (*batch, queries.shape[-2], keys.shape[-2], self.hidden_dim),
-                            queries.dtype)
-        # (..., n_q, 1, h) + (..., 1, n_k, h) -> (..., n_q, n_k, h): every query meets every key.
-        hidden = torch.tanh(self.query_proj(queries).unsqueeze(-2) + self.key_proj(keys).unsqueeze(-3))
+        require_matrix_fits(
+            "the additive score's hidden tensor",
+            (*batch, queries.shape[-2], keys.shape[-2], self.hidden_dim),
+            queries.dtype,
+        )
+        # (..., n_q, 1, h) + (..., 1, n_k, h) -> (..., n_q, n_k, h): every
+        # query meets every key.
+        hidden = torch.tanh(
+            self.query_proj(queries).unsqueeze(-2)
+            + self.key_proj(keys).unsqueeze(-3)
+        )
         return self.v(hidden).squeeze(-1)
 
 
 class BilinearScore(nn.Module):
     """Bilinear scores s(k, q) = k^T W q (a generalised dot product).
 
-    queries: (..., n_q, query_dim), keys: (..., n_k, key_dim). Returns (..., n_q, n_k).
-    ``weight`` has shape (key_dim, query_dim). With W = U^T V the score is (U k)^T (V q).
+    queries: (..., n_q, query_dim), keys: (..., n_k, key_dim). Returns (...,
+    n_q, n_k). ``weight`` has shape (key_dim, query_dim). With W = U^T V the
+    score is (U k)^T (V q).
     """
 
     def __init__(self, query_dim: int, key_dim: int):
         super().__init__()
-        self.query_dim, self.key_dim = require_dim("query_dim", query_dim), require_dim("key_dim", key_dim)
+        self.query_dim, self.key_dim = (
+            require_dim("query_dim", query_dim),
+            require_dim("key_dim", key_dim),
+        )
         bound = 1.0 / math.sqrt(query_dim)
-        self.weight = nn.Parameter(torch.empty(key_dim, query_dim).uniform_(-bound, bound))
+        self.weight = nn.Parameter(
+            torch.empty(key_dim, query_dim).uniform_(-bound, bound)
+        )
 
-    def forward(self, queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, queries: torch.Tensor, keys: torch.Tensor
+    ) -> torch.Tensor:
         _check_pair(queries, keys)
-        require_same_size("query feature size", "queries", queries.shape[-1], "query_dim", self.query_dim)
-        require_same_size("key feature size", "keys", keys.shape[-1], "key_dim", self.key_dim)
+        require_same_size(
+            "query feature size",
+            "queries",
+            queries.shape[-1],
+            "query_dim",
+            self.query_dim,
+        )
+        require_same_size(
+            "key feature size", "keys", keys.shape[-1], "key_dim", self.key_dim
+        )
         require_module_dtype(self, queries=queries, keys=keys)
-        # (W q_i) . k_j for every pair: project the queries once, then a dot product.
+        # (W q_i) . k_j for every pair: project the queries once, then a dot
+        # product.
         return (queries @ self.weight.T) @ keys.transpose(-2, -1)

@@ -1,4 +1,5 @@
-"""Figures shared by the chapters (matplotlib only; no tensor math lives here)."""
+"""Figures shared by the chapters (matplotlib only; no tensor math lives
+here)."""
 
 import base64
 import io
@@ -10,73 +11,102 @@ import matplotlib.pyplot as plt
 import torch
 from matplotlib.text import Text
 
-#: Width in CSS pixels of the HTML book's figure column (at a 1280 px window): a wider picture is
-#: shrunk to it, and its text with it.
+#: Width in CSS pixels of the HTML book's figure column (at a 1280 px window):
+#: a wider picture is shrunk to it, and its text with it.
 BOOK_COLUMN_PX = 672
-#: The smallest text a figure may show, in CSS pixels at 1x (legible at the book's width).
+#: The smallest text a figure may show, in CSS pixels at 1x (legible at the
+#: book's width).
 MIN_TEXT_PX = 8.0
 
 
 def smallest_text_px(figure, displayed_width_px: float) -> float:
-    """The size in CSS pixels of ``figure``'s smallest visible text, shown ``displayed_width_px`` wide.
+    """The size in CSS pixels of ``figure``'s smallest visible text, shown
+    ``displayed_width_px`` wide.
 
-    Every visible, non-empty text artist counts (titles, labels, tick labels, legends,
-    annotations; a tick label outside the view has the size of the drawn ones). A text of
-    ``s`` points is ``s / 72`` inches tall; the figure's width in inches maps to
-    ``displayed_width_px``. Returns ``inf`` for a figure without text. Draw the figure first,
-    so that its tick labels exist.
+    Every visible, non-empty text artist counts (titles, labels, tick labels,
+    legends, annotations; a tick label outside the view has the size of the
+    drawn ones). A text of ``s`` points is ``s / 72`` inches tall; the figure's
+    width in inches maps to ``displayed_width_px``. Returns ``inf`` for a
+    figure without text. Draw the figure first, so that its tick labels exist.
     """
     width_in = figure.get_figwidth()
     if not width_in > 0 or not displayed_width_px > 0:
-        raise ValueError(f"figure width {width_in} in and displayed width {displayed_width_px} px must be > 0")
+        raise ValueError(
+            f"figure width {width_in} in and displayed width "
+            f"{displayed_width_px} px must be > 0"
+        )
     sizes = [
         text.get_fontsize()
         for text in figure.findobj(Text)
         if text.get_visible() and text.get_text().strip()
     ]
-    return min(sizes, default=float("inf")) / 72 * displayed_width_px / width_in
+    return (
+        min(sizes, default=float("inf")) / 72 * displayed_width_px / width_in
+    )
 
 
 def sharp_png(figure) -> tuple[bytes, dict] | None:
-    """``figure`` as a PNG at twice its on-screen size, and the output metadata that shows it at 1x.
+    """``figure`` as a PNG at twice its on-screen size, and the output metadata
+    that shows it at 1x.
 
-    The figure is drawn like Jupyter's ``retina`` format (``bbox_inches="tight"``, at twice the
-    figure's dpi), so its 1x size is ``figsize x dpi`` CSS pixels, trimmed to what is drawn. A
-    figure wider than the book's column (``BOOK_COLUMN_PX``) is drawn at a lower dpi instead, so
-    that its 1x width is ``BOOK_COLUMN_PX``: the browser then shows it unshrunk, and the
-    measured text size below is the one on screen. Returns ``(png, {"width": w, "height": h,
-    "attnbook": {"smallest_text_px": x}})`` with ``w``, ``h`` the 1x size (half the PNG's pixels)
-    and ``x`` the smallest text in CSS px at that size (``None`` without text), or ``None`` for
-    an empty figure (as IPython does).
+    The figure is drawn like Jupyter's ``retina`` format
+    (``bbox_inches="tight"``, at twice the figure's dpi), so its 1x size is
+    ``figsize x dpi`` CSS pixels, trimmed to what is drawn. A figure wider than
+    the book's column (``BOOK_COLUMN_PX``) is drawn at a lower dpi instead, so
+    that its 1x width is ``BOOK_COLUMN_PX``: the browser then shows it
+    unshrunk, and the measured text size below is the one on screen. Returns
+    ``(png, {"width": w, "height": h, "attnbook": {"smallest_text_px": x}})``
+    with ``w``, ``h`` the 1x size (half the PNG's pixels) and ``x`` the
+    smallest text in CSS px at that size (``None`` without text), or ``None``
+    for an empty figure (as IPython does).
     """
     if not figure.axes and not figure.lines:
         return None
     dpi = figure.dpi  # CSS pixels per inch at 1x
-    for _ in range(4):  # at most one or two redraws: the trimmed width scales with the dpi
+    for _ in range(
+        4
+    ):  # at most one or two redraws: the trimmed width scales with the dpi
         buffer = io.BytesIO()
-        figure.canvas.print_figure(buffer, format="png", dpi=2 * dpi, bbox_inches="tight",
-                                   facecolor=figure.get_facecolor(), edgecolor=figure.get_edgecolor())
+        figure.canvas.print_figure(
+            buffer,
+            format="png",
+            dpi=2 * dpi,
+            bbox_inches="tight",
+            facecolor=figure.get_facecolor(),
+            edgecolor=figure.get_edgecolor(),
+        )
         png = buffer.getvalue()
-        width, height = struct.unpack(">II", png[16:24])  # the PNG header's IHDR chunk
+        width, height = struct.unpack(
+            ">II", png[16:24]
+        )  # the PNG header's IHDR chunk
         if width // 2 <= BOOK_COLUMN_PX:
             break
         dpi *= (2 * BOOK_COLUMN_PX + 0.5) / width
     smallest = smallest_text_px(figure, figure.get_figwidth() * dpi)
-    metadata = {"width": width // 2, "height": height // 2,
-                "attnbook": {"smallest_text_px": round(float(smallest), 2) if math.isfinite(smallest) else None}}
+    metadata = {
+        "width": width // 2,
+        "height": height // 2,
+        "attnbook": {
+            "smallest_text_px": round(float(smallest), 2)
+            if math.isfinite(smallest)
+            else None
+        },
+    }
     return png, metadata
 
 
 def sharp_figures() -> None:
-    """Show this notebook's matplotlib figures sharp on high-DPI screens, at most a column wide.
+    """Show this notebook's matplotlib figures sharp on high-DPI screens, at
+    most a column wide.
 
-    Call once, in a chapter's first code cell (after importing pyplot). It registers IPython's
-    PNG formatter for figures as ``sharp_png``: a 2x PNG whose output metadata
-    (``width``/``height`` at 1x, which the notebook and the HTML book honour) shows it at 1x,
-    and which also records the smallest text in CSS px (``attnbook.smallest_text_px``), so that
-    tests can check legibility in the stored notebooks. A figure wider than ``BOOK_COLUMN_PX``
-    at 1x is drawn at a lower dpi so that it is exactly a column wide. Outside IPython it does
-    nothing.
+    Call once, in a chapter's first code cell (after importing pyplot). It
+    registers IPython's PNG formatter for figures as ``sharp_png``: a 2x PNG
+    whose output metadata (``width``/``height`` at 1x, which the notebook and
+    the HTML book honour) shows it at 1x, and which also records the smallest
+    text in CSS px (``attnbook.smallest_text_px``), so that tests can check
+    legibility in the stored notebooks. A figure wider than ``BOOK_COLUMN_PX``
+    at 1x is drawn at a lower dpi so that it is exactly a column wide. Outside
+    IPython it does nothing.
     """
     try:
         from IPython import get_ipython
@@ -109,7 +139,9 @@ def _as_grid(matrices) -> torch.Tensor:
         return matrices[None]
     if matrices.dim() == 4:
         return matrices
-    raise ValueError(f"matrices must be 2-D, 3-D or 4-D, got shape {tuple(matrices.shape)}")
+    raise ValueError(
+        f"matrices must be 2-D, 3-D or 4-D, got shape {tuple(matrices.shape)}"
+    )
 
 
 def show_heatmaps(
@@ -130,22 +162,32 @@ def show_heatmaps(
     or anything ``torch.as_tensor`` accepts. Rows are queries, columns keys.
     titles: one per column (``cols`` strings), or None.
     xticklabels / yticklabels: labels for keys / queries (for short sequences).
-    vmin / vmax: colour limits shared by all panels (vmax=None: the largest entry;
-    vmin=None: the smallest, for signed matrices).
+    vmin / vmax: colour limits shared by all panels (vmax=None: the largest
+    entry; vmin=None: the smallest, for signed matrices).
     """
     grid = _as_grid(matrices)
     rows, cols, n_q, n_k = grid.shape
     if titles is not None and len(titles) != cols:
-        raise ValueError(f"got {len(titles)} titles for {cols} columns of heat-maps")
+        raise ValueError(
+            f"got {len(titles)} titles for {cols} columns of heat-maps"
+        )
     if figsize is None:
         figsize = (min(2.6 * cols, 13), min(2.4 * rows, 10))
-    fig, axes = plt.subplots(rows, cols, figsize=figsize, sharex=True, sharey=True, squeeze=False)
+    fig, axes = plt.subplots(
+        rows, cols, figsize=figsize, sharex=True, sharey=True, squeeze=False
+    )
     low = float(grid.min()) if vmin is None else vmin
     high = float(grid.max()) if vmax is None else vmax
     for r in range(rows):
         for c in range(cols):
             ax = axes[r, c]
-            image = ax.imshow(grid[r, c].numpy(), cmap=cmap, vmin=low, vmax=high, aspect="auto")
+            image = ax.imshow(
+                grid[r, c].numpy(),
+                cmap=cmap,
+                vmin=low,
+                vmax=high,
+                aspect="auto",
+            )
             if r == rows - 1:
                 ax.set_xlabel(xlabel)
             if c == 0:
@@ -153,7 +195,11 @@ def show_heatmaps(
             if titles is not None and r == 0:
                 ax.set_title(titles[c])
             if xticklabels is not None:
-                ax.set_xticks(range(n_k), labels=xticklabels, rotation=90 if n_k > 6 else 0)
+                ax.set_xticks(
+                    range(n_k),
+                    labels=xticklabels,
+                    rotation=90 if n_k > 6 else 0,
+                )
             if yticklabels is not None:
                 ax.set_yticks(range(n_q), labels=yticklabels)
     fig.colorbar(image, ax=axes, shrink=0.7)

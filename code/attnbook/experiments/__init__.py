@@ -1,10 +1,12 @@
 """The chapters' experiments: what a chapter measures, with its controls.
 
-score_scaling (why scores are divided by the square root of d, chapter 2), hard_training
-(training hard attention: REINFORCE and the exact expected gradient, chapter 3), complexity
-(self-attention against CNNs and RNNs, chapter 7), norm_placement (post-LN against pre-LN,
-chapter 9) and attention_memory (the peak memory of one attention call, chapter 11).
+score_scaling (why scores are divided by the square root of d, chapter 2),
+hard_training (training hard attention: REINFORCE and the exact expected
+gradient, chapter 3), complexity (self-attention against CNNs and RNNs, chapter
+7), norm_placement (post-LN against pre-LN, chapter 9) and attention_memory
+(the peak memory of one attention call, chapter 11).
 
-May import: everything below: ``attnbook.core``, ``attnbook.nn``, ``attnbook.tasks``,
-``attnbook.measure`` and the private ``_checks``/``_weights``.
+May import: everything below: ``attnbook.core``, ``attnbook.nn``,
+``attnbook.tasks``, ``attnbook.measure`` and the private
+``_checks``/``_weights``.
 """

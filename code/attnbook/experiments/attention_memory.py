@@ -1,4 +1,5 @@
-"""The extra peak memory of one attention call, measured in a fresh Python process."""
+"""The extra peak memory of one attention call, measured in a fresh Python
+process."""
 
 import json
 import os
@@ -21,7 +22,8 @@ def status(field):
     raise KeyError(field)
 
 def release_free_memory():
-    # glibc keeps freed memory for reuse; reusing it would not raise the peak. Hand it back first.
+    # glibc keeps freed memory for reuse; reusing it would not raise the peak.
+    # Hand it back first.
     try:
         import ctypes
         ctypes.CDLL("libc.so.6").malloc_trim(0)
@@ -47,10 +49,18 @@ dtype = getattr(torch, config["dtype"])
 chunk = config["chunk_size"]
 calls = {
     "attention": lambda q, k, v: attention(q, k, v)[0],
-    "chunked_attention": lambda q, k, v: chunked_attention(q, k, v, chunk_size=chunk),
-    "chunked_attention_autograd": lambda q, k, v: chunked_attention(q, k, v, chunk_size=chunk, recompute_backward=False),
+    "chunked_attention": lambda q, k, v: chunked_attention(
+        q, k, v, chunk_size=chunk
+    ),
+    "chunked_attention_autograd": lambda q, k, v: chunked_attention(
+        q, k, v, chunk_size=chunk, recompute_backward=False
+    ),
     # (batch, heads, n, d): the layout PyTorch's fused CPU kernel accepts.
-    "scaled_dot_product_attention": lambda q, k, v: F.scaled_dot_product_attention(q[None, None], k[None, None], v[None, None])[0, 0],
+    "scaled_dot_product_attention": lambda q, k, v: (
+        F.scaled_dot_product_attention(
+            q[None, None], k[None, None], v[None, None]
+        )
+    )[0, 0],
 }
 
 def run(call, q, k, v, backward):
@@ -64,16 +74,22 @@ def run(call, q, k, v, backward):
 results = {method: {} for method in config["methods"]}
 for n in config["sizes"]:
     g = torch.Generator().manual_seed(n)
-    q, k, v = (torch.randn(n, config["d"], generator=g, dtype=dtype) for _ in range(3))
+    q, k, v = (
+        torch.randn(n, config["d"], generator=g, dtype=dtype) for _ in range(3)
+    )
     grad_output = torch.randn(n, config["d"], generator=g, dtype=dtype)
     if config["backward"]:
         for t in (q, k, v):
             t.requires_grad_(True)
     for method in config["methods"]:
         call = calls[method]
-        # A warm-up call at a small size loads lazily initialised code and touches the BLAS library's
-        # packing buffers and the allocator's first arenas: one-time costs that are not attention's memory.
-        small = [t[:WARMUP_SIZE].detach().requires_grad_(config["backward"]) for t in (q, k, v)]
+        # A warm-up call at a small size loads lazily initialised code and
+        # touches the BLAS library's packing buffers and the allocator's first
+        # arenas: one-time costs that are not attention's memory.
+        small = [
+            t[:WARMUP_SIZE].detach().requires_grad_(config["backward"])
+            for t in (q, k, v)
+        ]
         run(call, *small, config["backward"])
         del small
         for t in (q, k, v):
@@ -90,54 +106,94 @@ for n in config["sizes"]:
 print(json.dumps(results))
 """
 
-# A fixed mmap threshold (glibc): every buffer over 128 KiB gets pages of its own, returned to the
-# system when it is freed. Without it glibc raises the threshold after the first large free and
-# serves later buffers from its heap, whose holes and retained pages add tens of MiB of noise
-# that belong to the allocator's history, not to the algorithm being measured.
+# A fixed mmap threshold (glibc): every buffer over 128 KiB gets pages of its
+# own, returned to the system when it is freed. Without it glibc raises the
+# threshold after the first large free and serves later buffers from its heap,
+# whose holes and retained pages add tens of MiB of noise that belong to the
+# allocator's history, not to the algorithm being measured.
 _MEASURING_ENV = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "131072"}
 
-MEMORY_METHODS = ("attention", "chunked_attention", "chunked_attention_autograd", "scaled_dot_product_attention")
+MEMORY_METHODS = (
+    "attention",
+    "chunked_attention",
+    "chunked_attention_autograd",
+    "scaled_dot_product_attention",
+)
 
 
-def peak_memory(methods, sizes, d: int = 64, chunk_size: int = 128, dtype: str = "float32",
-                backward: bool = False, one_process_per_call: bool = False) -> dict:
-    """Extra peak memory in bytes of one self-attention call, per method and sequence length n.
+def peak_memory(
+    methods,
+    sizes,
+    d: int = 64,
+    chunk_size: int = 128,
+    dtype: str = "float32",
+    backward: bool = False,
+    one_process_per_call: bool = False,
+) -> dict:
+    """Extra peak memory in bytes of one self-attention call, per method and
+    sequence length n.
 
-    methods: one of, or a list of, "attention" (plain; its weights are returned too),
-    "chunked_attention" (online softmax; its backward recomputes the weights block by block),
-    "chunked_attention_autograd" (the same forward, differentiated by autograd through every
-    block) and "scaled_dot_product_attention" (PyTorch's, on inputs shaped (1, 1, n, d)).
-    Queries, keys and values are (n, d) random tensors built before the call. With
-    ``backward=True`` they require gradients and the call includes the backward pass
-    (``out.backward(grad)`` with a random grad built beforehand); the gradients count.
-    The result is the peak resident memory during the call minus the memory just before it,
-    measured in a fresh Python process after a warm-up call at a small size. On Linux the
-    peak is reset through /proc/self/clear_refs before each call, so one process serves every
-    call; elsewhere, or with one_process_per_call=True, each call gets its own process.
-    Returns {method: {n: bytes}}.
+    methods: one of, or a list of, "attention" (plain; its weights are returned
+    too), "chunked_attention" (online softmax; its backward recomputes the
+    weights block by block), "chunked_attention_autograd" (the same forward,
+    differentiated by autograd through every block) and
+    "scaled_dot_product_attention" (PyTorch's, on inputs shaped (1, 1, n, d)).
+    Queries, keys and values are (n, d) random tensors built before the call.
+    With ``backward=True`` they require gradients and the call includes the
+    backward pass (``out.backward(grad)`` with a random grad built beforehand);
+    the gradients count. The result is the peak resident memory during the call
+    minus the memory just before it, measured in a fresh Python process after a
+    warm-up call at a small size. On Linux the peak is reset through
+    /proc/self/clear_refs before each call, so one process serves every call;
+    elsewhere, or with one_process_per_call=True, each call gets its own
+    process. Returns {method: {n: bytes}}.
     """
     methods = (methods,) if isinstance(methods, str) else tuple(methods)
     for method in methods:
         if method not in MEMORY_METHODS:
-            raise ValueError(f"method must be one of {MEMORY_METHODS}, got {method!r}")
+            raise ValueError(
+                f"method must be one of {MEMORY_METHODS}, got {method!r}"
+            )
     sizes = sorted(int(n) for n in sizes)
     if not sizes or sizes[0] < 8:
-        raise ValueError(f"sizes must be a non-empty list of lengths >= 8, got {sizes}")
+        raise ValueError(
+            f"sizes must be a non-empty list of lengths >= 8, got {sizes}"
+        )
     require_int("chunk_size", chunk_size)
-    separate = one_process_per_call or not os.path.exists("/proc/self/clear_refs")
-    groups = [((m,), [n]) for n in sizes for m in methods] if separate else [(methods, sizes)]
+    separate = one_process_per_call or not os.path.exists(
+        "/proc/self/clear_refs"
+    )
+    groups = (
+        [((m,), [n]) for n in sizes for m in methods]
+        if separate
+        else [(methods, sizes)]
+    )
     results = {method: {} for method in methods}
     for group_methods, group_sizes in groups:
-        config = {"methods": group_methods, "sizes": group_sizes, "d": d, "chunk_size": chunk_size,
-                  "dtype": dtype, "backward": bool(backward)}
+        config = {
+            "methods": group_methods,
+            "sizes": group_sizes,
+            "d": d,
+            "chunk_size": chunk_size,
+            "dtype": dtype,
+            "backward": bool(backward),
+        }
         completed = subprocess.run(
-            [sys.executable, "-c", _MEMORY_SCRIPT, json.dumps(config)], capture_output=True, text=True, check=False,
+            [sys.executable, "-c", _MEMORY_SCRIPT, json.dumps(config)],
+            capture_output=True,
+            text=True,
+            check=False,
             env=_MEASURING_ENV,
         )
         if completed.returncode != 0:
             raise RuntimeError(
-                f"memory measurement failed for {group_methods} at n={group_sizes}:\n{completed.stderr[-2000:]}"
+                f"memory measurement failed for {group_methods} at n="
+                f"{group_sizes}:\n{completed.stderr[-2000:]}"
             )
-        for method, by_size in json.loads(completed.stdout.strip().splitlines()[-1]).items():
-            results[method].update({int(n): value for n, value in by_size.items()})
+        for method, by_size in json.loads(
+            completed.stdout.strip().splitlines()[-1]
+        ).items():
+            results[method].update(
+                {int(n): value for n, value in by_size.items()}
+            )
     return results

@@ -1,4 +1,5 @@
-"""CNN vs RNN vs self-attention: exact path lengths and operation counts, measured times.
+"""CNN vs RNN vs self-attention: exact path lengths and operation counts,
+measured times.
 
 Three layers that map a sequence x (B, n, dim) to a sequence of the same shape:
 a stack of 1-D convolutions, an Elman RNN and single-head self-attention. The
@@ -15,9 +16,9 @@ import torch
 from torch import nn
 
 from .._checks import keep_global_rng, require_float, require_int
+from ..measure.threads import single_thread, torch_threads
 from ..measure.timing import calls_per_sample, mean_call_time, median_call_time
 from ..nn.self_attention import SelfAttention
-from ..measure.threads import single_thread, torch_threads
 
 LAYER_NAMES = ("CNN", "RNN", "self-attention")
 
@@ -25,15 +26,19 @@ LAYER_NAMES = ("CNN", "RNN", "self-attention")
 def _check_kernel(kernel_size) -> int:
     require_int("kernel_size", kernel_size, 3)
     if kernel_size % 2 == 0:
-        raise ValueError(f"kernel_size must be odd (centred, 'same' padding), got {kernel_size}")
+        raise ValueError(
+            "kernel_size must be odd (centred, 'same' padding), got "
+            f"{kernel_size}"
+        )
     return kernel_size
 
 
 class ConvStack(nn.Module):
-    """``num_layers`` Conv1d layers (odd kernel, 'same' padding) with tanh between them.
+    """``num_layers`` Conv1d layers (odd kernel, 'same' padding) with tanh
+    between them.
 
-    x: (B, n, dim) -> (B, n, dim). Each layer lets a position see (kernel_size - 1) / 2
-    more neighbours on each side.
+    x: (B, n, dim) -> (B, n, dim). Each layer lets a position see (kernel_size
+    - 1) / 2 more neighbours on each side.
     """
 
     def __init__(self, dim: int, num_layers: int = 1, kernel_size: int = 3):
@@ -42,11 +47,13 @@ class ConvStack(nn.Module):
         require_int("num_layers", num_layers, 1)
         self.kernel_size = _check_kernel(kernel_size)
         self.layers = nn.ModuleList(
-            nn.Conv1d(dim, dim, kernel_size, padding=kernel_size // 2) for _ in range(num_layers)
+            nn.Conv1d(dim, dim, kernel_size, padding=kernel_size // 2)
+            for _ in range(num_layers)
         )
 
     def states(self, x: torch.Tensor):
-        """Yield the output (B, n, dim) after each layer in turn: depth 1, 2, ..."""
+        """Yield the output (B, n, dim) after each layer in turn: depth 1,
+        2, ..."""
         h = x.transpose(-1, -2)  # Conv1d wants (B, channels, n)
         for i, layer in enumerate(self.layers):
             h = layer(h) if i == 0 else layer(torch.tanh(h))
@@ -59,7 +66,8 @@ class ConvStack(nn.Module):
 
 
 class RecurrentLayer(nn.Module):
-    """An Elman RNN h_t = tanh(W x_t + U h_{t-1} + b); x: (B, n, dim) -> all states (B, n, dim)."""
+    """An Elman RNN h_t = tanh(W x_t + U h_{t-1} + b); x: (B, n, dim) -> all
+    states (B, n, dim)."""
 
     def __init__(self, dim: int):
         super().__init__()
@@ -71,7 +79,8 @@ class RecurrentLayer(nn.Module):
 
 
 class SelfAttentionLayer(nn.Module):
-    """``SelfAttention(dim)`` returning only its output: x (B, n, dim) -> (B, n, dim)."""
+    """``SelfAttention(dim)`` returning only its output: x (B, n, dim) ->
+    (B, n, dim)."""
 
     def __init__(self, dim: int):
         super().__init__()
@@ -81,9 +90,14 @@ class SelfAttentionLayer(nn.Module):
         return self.attention(x)[0]
 
 
-def comparison_layers(dim: int, kernel_size: int = 3, conv_layers: int = 1, seed: int = 0) -> dict:
-    """The three layers at equal width ``dim``, seeded: {"CNN": ..., "RNN": ..., "self-attention": ...}."""
-    with keep_global_rng():  # seeded here; the reader's random stream is restored after
+def comparison_layers(
+    dim: int, kernel_size: int = 3, conv_layers: int = 1, seed: int = 0
+) -> dict:
+    """The three layers at equal width ``dim``, seeded: {"CNN": ..., "RNN":
+    ..., "self-attention": ...}."""
+    with (
+        keep_global_rng()
+    ):  # seeded here; the reader's random stream is restored after
         torch.manual_seed(seed)
         return {
             "CNN": ConvStack(dim, conv_layers, kernel_size),
@@ -96,12 +110,13 @@ def comparison_layers(dim: int, kernel_size: int = 3, conv_layers: int = 1, seed
 
 
 def longest_path(n: int, kernel_size: int = 3) -> dict:
-    """Layer applications on the shortest route from input position 1 to output position n.
+    """Layer applications on the shortest route from input position 1 to output
+    position n.
 
-    CNN (centred kernel of odd size k): each layer lets a position see (k-1)/2 more
-    positions to each side, so output n sees input 1 after ceil((n-1) / ((k-1)/2)) layers.
-    RNN: the cell is applied n times along x_1 -> h_1 -> ... -> h_n.
-    Self-attention: 1 (every position sees every other in one layer).
+    CNN (centred kernel of odd size k): each layer lets a position see (k-1)/2
+    more positions to each side, so output n sees input 1 after ceil((n-1) /
+    ((k-1)/2)) layers. RNN: the cell is applied n times along x_1 -> h_1 -> ...
+    -> h_n. Self-attention: 1 (every position sees every other in one layer).
     """
     require_int("n", n, 2)
     reach = (_check_kernel(kernel_size) - 1) // 2
@@ -109,18 +124,20 @@ def longest_path(n: int, kernel_size: int = 3) -> dict:
 
 
 def sequential_operations(n: int) -> dict:
-    """Steps that must run one after another in one layer: O(1) / O(n) / O(1)."""
+    """Steps that must run one after another in one layer: O(1) / O(n) /
+    O(1)."""
     require_int("n", n, 1)
     return {"CNN": 1, "RNN": n, "self-attention": 1}
 
 
 def multiply_adds(n: int, dim: int, kernel_size: int = 3) -> dict:
-    """Exact multiply-adds of one forward pass of each layer (one sequence, biases ignored).
+    """Exact multiply-adds of one forward pass of each layer (one sequence,
+    biases ignored).
 
-    CNN layer: k n d^2. RNN: 2 n d^2 (input and recurrent matrices). Self-attention:
-    3 n d^2 for Q, K, V plus n^2 d for Q K^T and n^2 d for weights @ V (2 n^2 d in all,
-    4 n^2 d floating-point operations); the table's O(n^2 d) is the second term, which
-    dominates once n > 1.5 d.
+    CNN layer: k n d^2. RNN: 2 n d^2 (input and recurrent matrices).
+    Self-attention: 3 n d^2 for Q, K, V plus n^2 d for Q K^T and n^2 d for
+    weights @ V (2 n^2 d in all, 4 n^2 d floating-point operations); the
+    table's O(n^2 d) is the second term, which dominates once n > 1.5 d.
     """
     require_int("n", n, 1)
     require_int("dim", dim, 1)
@@ -133,42 +150,66 @@ def multiply_adds(n: int, dim: int, kernel_size: int = 3) -> dict:
 
 
 def sees_first_position(layer, n: int, dim: int, seed: int = 0) -> bool:
-    """Does output position n-1 of ``layer`` depend on input position 0? (exact, via autograd)
+    """Does output position n-1 of ``layer`` depend on input position 0?
+    (exact, via autograd)
 
-    layer: any callable (B, n, dim) -> (B, n, dim). The gradient of the last output
-    with respect to the first input is exactly zero when no path connects them.
+    layer: any callable (B, n, dim) -> (B, n, dim). The gradient of the last
+    output with respect to the first input is exactly zero when no path
+    connects them.
     """
-    x = torch.randn(1, n, dim, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    x = torch.randn(
+        1,
+        n,
+        dim,
+        generator=torch.Generator().manual_seed(seed),
+        dtype=torch.float64,
+    )
     x.requires_grad_(True)
     layer(x)[0, -1].sum().backward()
     return bool(x.grad[0, 0].abs().sum() > 0)
 
 
-def conv_layers_to_connect(n: int, kernel_size: int = 3, dim: int = 2, seed: int = 0) -> int:
-    """Smallest number of conv layers whose stack connects input 1 to output n, found by autograd.
+def conv_layers_to_connect(
+    n: int, kernel_size: int = 3, dim: int = 2, seed: int = 0
+) -> int:
+    """Smallest number of conv layers whose stack connects input 1 to output n,
+    found by autograd.
 
-    Runs one seeded stack of n layers layer by layer and, after each, asks autograd
-    whether the last output already depends on the first input.
+    Runs one seeded stack of n layers layer by layer and, after each, asks
+    autograd whether the last output already depends on the first input.
     """
     require_int("n", n, 2)
     with keep_global_rng():
         torch.manual_seed(seed)
         stack = ConvStack(dim, n, kernel_size).double()
-    x = torch.randn(1, n, dim, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    x = torch.randn(
+        1,
+        n,
+        dim,
+        generator=torch.Generator().manual_seed(seed),
+        dtype=torch.float64,
+    )
     x.requires_grad_(True)
-    with single_thread():  # tiny tensors: one thread avoids needless OpenMP start-up
+    with (
+        single_thread()
+    ):  # tiny tensors: one thread avoids needless OpenMP start-up
         for depth, h in enumerate(stack.states(x), start=1):
             (grad,) = torch.autograd.grad(h[0, -1].sum(), x, retain_graph=True)
             if grad[0, 0].abs().sum() > 0:
                 return depth
-    raise RuntimeError(f"no stack of up to {n} layers connects {n} positions")  # unreachable
+    raise RuntimeError(
+        f"no stack of up to {n} layers connects {n} positions"
+    )  # unreachable
 
 
-# ---------------------------------------------------------------- measured times
+# --- measured times
 
 
-def median_forward_time(layer, x: torch.Tensor, repeats: int = 5, min_seconds: float = 2e-3) -> float:
-    """Median over ``repeats`` of the time of one ``layer(x)`` call, in seconds (no autograd).
+def median_forward_time(
+    layer, x: torch.Tensor, repeats: int = 5, min_seconds: float = 2e-3
+) -> float:
+    """Median over ``repeats`` of the time of one ``layer(x)`` call, in seconds
+    (no autograd).
 
     Fast calls are looped so that each sample lasts at least ``min_seconds``.
     """
@@ -179,29 +220,43 @@ def median_forward_time(layer, x: torch.Tensor, repeats: int = 5, min_seconds: f
 
 
 def time_layers(
-    lengths, dim: int = 64, conv_layers: int = 4, repeats: int = 5, seed: int = 0,
-    threads: int | None = 1, min_seconds: float = 2e-3, statistic: str = "median", clock: str = "wall",
+    lengths,
+    dim: int = 64,
+    conv_layers: int = 4,
+    repeats: int = 5,
+    seed: int = 0,
+    threads: int | None = 1,
+    min_seconds: float = 2e-3,
+    statistic: str = "median",
+    clock: str = "wall",
 ) -> dict:
-    """Median (or fastest) forward time (s) of each comparison layer for every length in ``lengths``.
+    """Median (or fastest) forward time (s) of each comparison layer for every
+    length in ``lengths``.
 
-    The CNN is a fixed stack of ``conv_layers`` Conv1d layers (kernel 3). Each input is
-    one seeded sequence of shape (1, n, dim). ``threads`` intra-op threads (1 by default,
-    so the layers are compared on the work they do, not on how well they use the cores).
-    The repeats are interleaved (round r times every layer at every length before round
-    r + 1 starts), so a burst of load from other programs spoils one sample of many
-    points instead of every sample of one point; the median then discards it.
-    ``statistic="min"`` keeps the fastest sample instead: load from other programs only
-    ever adds time, so on a busy machine the minimum is the least disturbed measurement.
-    ``clock="cpu"`` (only with ``threads=1``) measures the processor time of the calling
-    thread (``time.thread_time``), which does not count the time the thread waits while
-    other programs run; ``clock="wall"`` measures elapsed time (``time.perf_counter``).
-    Returns {name: [seconds per length]}.
+    The CNN is a fixed stack of ``conv_layers`` Conv1d layers (kernel 3). Each
+    input is one seeded sequence of shape (1, n, dim). ``threads`` intra-op
+    threads (1 by default, so the layers are compared on the work they do, not
+    on how well they use the cores). The repeats are interleaved (round r times
+    every layer at every length before round r + 1 starts), so a burst of load
+    from other programs spoils one sample of many points instead of every
+    sample of one point; the median then discards it. ``statistic="min"`` keeps
+    the fastest sample instead: load from other programs only ever adds time,
+    so on a busy machine the minimum is the least disturbed measurement.
+    ``clock="cpu"`` (only with ``threads=1``) measures the processor time of
+    the calling thread (``time.thread_time``), which does not count the time
+    the thread waits while other programs run; ``clock="wall"`` measures
+    elapsed time (``time.perf_counter``). Returns {name: [seconds per length]}.
     """
     require_int("repeats", repeats, 1)
     if statistic not in ("median", "min"):
-        raise ValueError(f"statistic must be 'median' or 'min', got {statistic!r}")
+        raise ValueError(
+            f"statistic must be 'median' or 'min', got {statistic!r}"
+        )
     if clock not in ("wall", "cpu") or (clock == "cpu" and threads != 1):
-        raise ValueError(f"clock must be 'wall', or 'cpu' with threads=1; got clock={clock!r}, threads={threads!r}")
+        raise ValueError(
+            "clock must be 'wall', or 'cpu' with threads=1; got clock="
+            f"{clock!r}, threads={threads!r}"
+        )
     pick = statistics.median if statistic == "median" else min
     timer = time.perf_counter if clock == "wall" else time.thread_time
     for n in lengths:
@@ -212,19 +267,37 @@ def time_layers(
     jobs = [(name, i) for name in layers for i in range(len(lengths))]
     samples = {job: [] for job in jobs}
     with torch_threads(threads), torch.inference_mode():
-        numbers = {(name, i): calls_per_sample(lambda f=layers[name], x=inputs[i]: f(x), min_seconds) for name, i in jobs}
+        numbers = {
+            (name, i): calls_per_sample(
+                lambda f=layers[name], x=inputs[i]: f(x), min_seconds
+            )
+            for name, i in jobs
+        }
         for _ in range(repeats):
             for name, i in jobs:
-                samples[name, i].append(mean_call_time(lambda f=layers[name], x=inputs[i]: f(x), numbers[name, i], timer))
-    return {name: [pick(samples[name, i]) for i in range(len(lengths))] for name in layers}
+                samples[name, i].append(
+                    mean_call_time(
+                        lambda f=layers[name], x=inputs[i]: f(x),
+                        numbers[name, i],
+                        timer,
+                    )
+                )
+    return {
+        name: [pick(samples[name, i]) for i in range(len(lengths))]
+        for name in layers
+    }
 
 
 def loglog_slope(lengths, times) -> float:
-    """Least-squares slope p of log(time) = p log(n) + c: time grows like n^p."""
+    """Least-squares slope p of log(time) = p log(n) + c: time grows like
+    n^p."""
     n = torch.as_tensor(lengths, dtype=torch.float64).log()
     t = torch.as_tensor(times, dtype=torch.float64)
     if n.shape != t.shape or n.numel() < 2:
-        raise ValueError(f"need as many times as lengths (at least 2), got {tuple(t.shape)} and {tuple(n.shape)}")
+        raise ValueError(
+            f"need as many times as lengths (at least 2), got {tuple(t.shape)}"
+            f" and {tuple(n.shape)}"
+        )
     if not (t > 0).all():
         raise ValueError("times must be positive")
     t = t.log()

@@ -1,28 +1,34 @@
-"""Training hard attention with REINFORCE, next to the same model with soft attention.
+"""Training hard attention with REINFORCE, next to the same model with soft
+attention.
 
-The toy task: each example is a set of ``n_items`` random vectors; the right answer is
-the item with the largest projection on a hidden direction. A ``QuerySelector`` learns
-one query vector; its attention distribution over the items says which item it selects.
+The toy task: each example is a set of ``n_items`` random vectors; the right
+answer is the item with the largest projection on a hidden direction. A
+``QuerySelector`` learns one query vector; its attention distribution over the
+items says which item it selects.
 
-- Soft attention outputs the weighted average of the items and is trained by ordinary
-  backpropagation of ``|average - right item|^2``.
-- Hard attention samples one item z from the distribution and outputs it. The loss
-  ``|x_z - right item|^2`` has no gradient with respect to the scores (z is a discrete
-  draw), so the gradient of its expectation is estimated with the score-function
-  (REINFORCE) estimator ``(L(z) - b) * grad log p(z)``.
-- The same expected loss ``E_z |x_z - right item|^2 = sum_n p_n L_n`` can also be
-  differentiated exactly when there are few items (method "expected"): the objective
-  of hard attention without REINFORCE's sampling noise.
+- Soft attention outputs the weighted average of the items and is trained by
+  ordinary backpropagation of ``|average - right item|^2``.
+- Hard attention samples one item z from the distribution and outputs it. The
+  loss ``|x_z - right item|^2`` has no gradient with respect to the scores (z
+  is a discrete draw), so the gradient of its expectation is estimated with the
+  score-function (REINFORCE) estimator ``(L(z) - b) * grad log p(z)``.
+- The same expected loss ``E_z |x_z - right item|^2 = sum_n p_n L_n`` can also
+  be differentiated exactly when there are few items (method "expected"): the
+  objective of hard attention without REINFORCE's sampling noise.
 
-Everything runs in float64 with explicit generators, so the numbers are the same on
-every machine and thread count.
+Everything runs in float64 with explicit generators, so the numbers are the
+same on every machine and thread count.
 """
-
 
 import torch
 from torch import nn
 
-from .._checks import require_float, require_int, require_positive, require_same_size
+from .._checks import (
+    require_float,
+    require_int,
+    require_positive,
+    require_same_size,
+)
 from ..core.attention import attention_weights
 from ..core.scoring import scaled_dot_score
 from ..measure.threads import single_thread
@@ -31,14 +37,22 @@ METHODS = ("soft", "reinforce", "expected")
 
 
 def hidden_direction(dim: int, seed: int = 0) -> torch.Tensor:
-    """The unit vector (dim,) that defines the right item of ``selection_task``."""
+    """The unit vector (dim,) that defines the right item of
+    ``selection_task``."""
     require_int("dim", dim)
     require_int("seed", seed, minimum=0)
-    direction = torch.randn(dim, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    direction = torch.randn(
+        dim, generator=torch.Generator().manual_seed(seed), dtype=torch.float64
+    )
     return direction / direction.norm()
 
 
-def selection_task(n_examples: int, n_items: int = 32, dim: int = 16, generator: torch.Generator | None = None):
+def selection_task(
+    n_examples: int,
+    n_items: int = 32,
+    dim: int = 16,
+    generator: torch.Generator | None = None,
+):
     """Random item sets and the index of the item to select in each.
 
     Returns items (n_examples, n_items, dim) with N(0, 1) entries (float64) and
@@ -48,13 +62,16 @@ def selection_task(n_examples: int, n_items: int = 32, dim: int = 16, generator:
     require_int("n_examples", n_examples)
     require_int("n_items", n_items, minimum=2)
     require_int("dim", dim)
-    items = torch.randn(n_examples, n_items, dim, generator=generator, dtype=torch.float64)
+    items = torch.randn(
+        n_examples, n_items, dim, generator=generator, dtype=torch.float64
+    )
     target = (items @ hidden_direction(dim)).argmax(dim=-1)
     return items, target
 
 
 class QuerySelector(nn.Module):
-    """One learned query vector scored against every item with ``scaled_dot_score``.
+    """One learned query vector scored against every item with
+    ``scaled_dot_score``.
 
     Called on items (batch, n_items, dim), returns the attention distribution
     (batch, n_items). The query starts at zero: a uniform distribution.
@@ -66,12 +83,21 @@ class QuerySelector(nn.Module):
 
     def forward(self, items: torch.Tensor) -> torch.Tensor:
         require_float("items", items)
-        require_same_size("feature sizes", "items", items.shape[-1], "query", self.query.shape[0])
-        return attention_weights(self.query.view(1, 1, -1), items, scaled_dot_score).squeeze(-2)
+        require_same_size(
+            "feature sizes",
+            "items",
+            items.shape[-1],
+            "query",
+            self.query.shape[0],
+        )
+        return attention_weights(
+            self.query.view(1, 1, -1), items, scaled_dot_score
+        ).squeeze(-2)
 
 
 def choice_losses(items: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """Squared distance from every item to the right one: L_n = |x_n - x_target|^2.
+    """Squared distance from every item to the right one: L_n = |x_n -
+    x_target|^2.
 
     items: (batch, n_items, dim), target: (batch,). Returns (batch, n_items).
     """
@@ -79,66 +105,97 @@ def choice_losses(items: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return ((items - right.unsqueeze(-2)) ** 2).sum(dim=-1)
 
 
-def soft_loss(weights: torch.Tensor, items: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """Mean over the batch of |sum_n w_n x_n - x_target|^2 (differentiable in the weights)."""
+def soft_loss(
+    weights: torch.Tensor, items: torch.Tensor, target: torch.Tensor
+) -> torch.Tensor:
+    """Mean over the batch of |sum_n w_n x_n - x_target|^2 (differentiable
+    in the weights)."""
     output = (weights.unsqueeze(-1) * items).sum(dim=-2)
     right = items[torch.arange(items.shape[0]), target]
     return ((output - right) ** 2).sum(dim=-1).mean()
 
 
-def expected_loss(weights: torch.Tensor, items: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """Mean over the batch of E_z[L(z)] = sum_n w_n |x_n - x_target|^2 (differentiable in the weights).
+def expected_loss(
+    weights: torch.Tensor, items: torch.Tensor, target: torch.Tensor
+) -> torch.Tensor:
+    """Mean over the batch of E_z[L(z)] = sum_n w_n |x_n - x_target|^2
+    (differentiable in the weights).
 
     weights: (batch, n_items), items: (batch, n_items, dim), target: (batch,).
-    Its gradient is the exact gradient of hard attention's expected loss, the quantity
-    REINFORCE estimates from one sample per example.
+    Its gradient is the exact gradient of hard attention's expected loss, the
+    quantity REINFORCE estimates from one sample per example.
     """
     return (weights * choice_losses(items, target)).sum(dim=-1).mean()
 
 
-def reinforce_surrogate(log_probs: torch.Tensor, losses: torch.Tensor, baseline: torch.Tensor | float = 0.0) -> torch.Tensor:
-    """A scalar whose gradient is the score-function (REINFORCE) estimate of grad E[L].
+def reinforce_surrogate(
+    log_probs: torch.Tensor,
+    losses: torch.Tensor,
+    baseline: torch.Tensor | float = 0.0,
+) -> torch.Tensor:
+    """A scalar whose gradient is the score-function (REINFORCE) estimate of
+    grad E[L].
 
     log_probs: (batch,) log p(z) of the sampled choices (with gradient);
-    losses: (batch,) their losses L(z); baseline: a number or (batch,) tensor that does
-    not depend on the choice of the same example. Returns mean((L - b) * log p(z)),
-    with L - b detached, so backward() gives mean((L - b) * grad log p(z)).
+    losses: (batch,) their losses L(z); baseline: a number or (batch,) tensor
+    that does not depend on the choice of the same example. Returns mean((L -
+    b) * log p(z)), with L - b detached, so backward() gives mean((L - b) *
+    grad log p(z)).
     """
     return ((losses - baseline).detach() * log_probs).mean()
 
 
 def leave_one_out_baseline(losses: torch.Tensor) -> torch.Tensor:
-    """For each example, the mean loss of the *other* examples of the batch (batch,)."""
+    """For each example, the mean loss of the *other* examples of the batch
+    (batch,)."""
     n = losses.shape[0]
     if n < 2:
-        raise ValueError(f"a leave-one-out baseline needs a batch of at least 2, got {n}")
+        raise ValueError(
+            f"a leave-one-out baseline needs a batch of at least 2, got {n}"
+        )
     return (losses.sum() - losses) / (n - 1)
 
 
-def evaluate_selector(model: QuerySelector, items: torch.Tensor, target: torch.Tensor, losses: torch.Tensor | None = None) -> dict:
-    """Accuracy of the argmax choice, the soft loss and the expected hard loss, as floats.
+def evaluate_selector(
+    model: QuerySelector,
+    items: torch.Tensor,
+    target: torch.Tensor,
+    losses: torch.Tensor | None = None,
+) -> dict:
+    """Accuracy of the argmax choice, the soft loss and the expected hard loss,
+    as floats.
 
-    losses: ``choice_losses(items, target)`` if already computed (a fixed test set's
-    never change; computing them is most of the cost of an evaluation).
+    losses: ``choice_losses(items, target)`` if already computed (a fixed test
+    set's never change; computing them is most of the cost of an evaluation).
     """
     with torch.no_grad():
         weights = model(items)
         losses = choice_losses(items, target) if losses is None else losses
         return {
-            "accuracy": (weights.argmax(dim=-1) == target).double().mean().item(),
+            "accuracy": (weights.argmax(dim=-1) == target)
+            .double()
+            .mean()
+            .item(),
             "soft_loss": soft_loss(weights, items, target).item(),
-            "hard_loss": (weights * losses).sum(dim=-1).mean().item(),  # expected_loss, reusing the losses
+            "hard_loss": (weights * losses)
+            .sum(dim=-1)
+            .mean()
+            .item(),  # expected_loss, reusing the losses
         }
 
 
-def selector_loss(method: str, weights, items, target, generator=None, baseline: bool = True) -> torch.Tensor:
+def selector_loss(
+    method: str, weights, items, target, generator=None, baseline: bool = True
+) -> torch.Tensor:
     """The scalar to backpropagate for one training batch.
 
-    weights: (batch, n_items) attention distribution; items: (batch, n_items, dim);
-    target: (batch,). method "soft": ``soft_loss``. method "expected": ``expected_loss``
-    (the exact gradient of hard attention's expected loss). method "reinforce": draw one
-    item per example from ``weights`` with ``generator`` and return ``reinforce_surrogate``
-    of its loss, with a leave-one-out baseline (or none if ``baseline`` is False).
+    weights: (batch, n_items) attention distribution; items: (batch, n_items,
+    dim);
+    target: (batch,). method "soft": ``soft_loss``. method "expected":
+    ``expected_loss`` (the exact gradient of hard attention's expected loss).
+    method "reinforce": draw one item per example from ``weights`` with
+    ``generator`` and return ``reinforce_surrogate`` of its loss, with a
+    leave-one-out baseline (or none if ``baseline`` is False).
     """
     if method == "soft":
         return soft_loss(weights, items, target)
@@ -147,8 +204,12 @@ def selector_loss(method: str, weights, items, target, generator=None, baseline:
     if method != "reinforce":
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     rows = torch.arange(weights.shape[0])
-    choice = torch.multinomial(weights.detach(), 1, generator=generator).squeeze(-1)  # z ~ alpha
-    losses = choice_losses(items, target)[rows, choice]  # L(z), no gradient path to the query
+    choice = torch.multinomial(
+        weights.detach(), 1, generator=generator
+    ).squeeze(-1)  # z ~ alpha
+    losses = choice_losses(items, target)[
+        rows, choice
+    ]  # L(z), no gradient path to the query
     b = leave_one_out_baseline(losses) if baseline else 0.0
     return reinforce_surrogate(weights[rows, choice].log(), losses, b)
 
@@ -165,15 +226,17 @@ def train_selector(
     n_test: int = 1000,
     baseline: bool = True,
 ) -> dict:
-    """Train a ``QuerySelector`` with soft attention or with hard attention's expected loss.
+    """Train a ``QuerySelector`` with soft attention or with hard attention's
+    expected loss.
 
     method: "soft" (backpropagate ``soft_loss``), "expected" (backpropagate
-    ``expected_loss``, its exact gradient) or "reinforce" (sample one item per example,
-    use ``reinforce_surrogate`` with a leave-one-out baseline, or none if ``baseline``
-    is False); see ``selector_loss``. All use Adam,
-    the same training batches and the same test set. Returns a dict with ``model``,
-    ``steps`` (list of ints) and, measured on the test set at those steps, lists
-    ``accuracy``, ``soft_loss`` and ``hard_loss``. Runs on one thread (see ``attnbook.measure.threads``).
+    ``expected_loss``, its exact gradient) or "reinforce" (sample one item per
+    example, use ``reinforce_surrogate`` with a leave-one-out baseline, or none
+    if ``baseline`` is False); see ``selector_loss``. All use Adam, the same
+    training batches and the same test set. Returns a dict with ``model``,
+    ``steps`` (list of ints) and, measured on the test set at those steps,
+    lists ``accuracy``, ``soft_loss`` and ``hard_loss``. Runs on one thread
+    (see ``attnbook.measure.threads``).
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
@@ -181,27 +244,63 @@ def train_selector(
     if batch_size < 2:
         raise ValueError(f"batch_size must be at least 2, got {batch_size}")
     with single_thread():
-        return _train(method, steps, batch_size, lr, n_items, dim, seed, eval_every, n_test, baseline)
+        return _train(
+            method,
+            steps,
+            batch_size,
+            lr,
+            n_items,
+            dim,
+            seed,
+            eval_every,
+            n_test,
+            baseline,
+        )
 
 
-def _train(method, steps, batch_size, lr, n_items, dim, seed, eval_every, n_test, baseline) -> dict:
+def _train(
+    method,
+    steps,
+    batch_size,
+    lr,
+    n_items,
+    dim,
+    seed,
+    eval_every,
+    n_test,
+    baseline,
+) -> dict:
     """The training loop of ``train_selector`` (arguments already checked)."""
     data_generator = torch.Generator().manual_seed(seed)
     sample_generator = torch.Generator().manual_seed(seed + 1)
-    test_items, test_target = selection_task(n_test, n_items, dim, torch.Generator().manual_seed(seed + 2))
+    test_items, test_target = selection_task(
+        n_test, n_items, dim, torch.Generator().manual_seed(seed + 2)
+    )
     test_losses = choice_losses(test_items, test_target)
     model = QuerySelector(dim)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    history = {"method": method, "steps": [], "accuracy": [], "soft_loss": [], "hard_loss": []}
+    history = {
+        "method": method,
+        "steps": [],
+        "accuracy": [],
+        "soft_loss": [],
+        "hard_loss": [],
+    }
     for step in range(steps + 1):
         if step % eval_every == 0 or step == steps:
             history["steps"].append(step)
-            for name, value in evaluate_selector(model, test_items, test_target, test_losses).items():
+            for name, value in evaluate_selector(
+                model, test_items, test_target, test_losses
+            ).items():
                 history[name].append(value)
         if step == steps:
             break
-        items, target = selection_task(batch_size, n_items, dim, data_generator)
-        loss = selector_loss(method, model(items), items, target, sample_generator, baseline)
+        items, target = selection_task(
+            batch_size, n_items, dim, data_generator
+        )
+        loss = selector_loss(
+            method, model(items), items, target, sample_generator, baseline
+        )
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -210,30 +309,53 @@ def _train(method, steps, batch_size, lr, n_items, dim, seed, eval_every, n_test
 
 
 def steps_to_accuracy(history: dict, level: float = 0.8) -> int | None:
-    """The first evaluated step at which ``history``'s test accuracy reached ``level`` (None if never)."""
-    return next((step for step, accuracy in zip(history["steps"], history["accuracy"]) if accuracy >= level), None)
+    """The first evaluated step at which ``history``'s test accuracy reached
+    ``level`` (None if never)."""
+    return next(
+        (
+            step
+            for step, accuracy in zip(history["steps"], history["accuracy"])
+            if accuracy >= level
+        ),
+        None,
+    )
 
 
-def compare_selectors(methods=METHODS, lrs=(0.03, 0.1, 0.3), seeds=range(5), level: float = 0.8, **train_kwargs) -> list[dict]:
-    """Train every method at every learning rate with every seed (``train_selector``).
+def compare_selectors(
+    methods=METHODS,
+    lrs=(0.03, 0.1, 0.3),
+    seeds=range(5),
+    level: float = 0.8,
+    **train_kwargs,
+) -> list[dict]:
+    """Train every method at every learning rate with every seed
+    (``train_selector``).
 
-    Same steps, batches, test sets and seeds for every method. Returns one dict per
-    (method, lr) with lists over the seeds: final ``accuracy``, ``hard_loss`` and
-    ``soft_loss``, ``steps_to`` (``steps_to_accuracy`` at ``level``, None if never),
-    and ``curves`` (seeds x evaluations test accuracy) at ``steps``.
+    Same steps, batches, test sets and seeds for every method. Returns one dict
+    per (method, lr) with lists over the seeds: final ``accuracy``,
+    ``hard_loss`` and ``soft_loss``, ``steps_to`` (``steps_to_accuracy`` at
+    ``level``, None if never), and ``curves`` (seeds x evaluations test
+    accuracy) at ``steps``.
     """
     rows = []
     for method in methods:
         for lr in lrs:
-            runs = [train_selector(method, lr=lr, seed=seed, **train_kwargs) for seed in seeds]
-            rows.append({
-                "method": method,
-                "lr": lr,
-                "steps": runs[0]["steps"],
-                "accuracy": [run["accuracy"][-1] for run in runs],
-                "hard_loss": [run["hard_loss"][-1] for run in runs],
-                "soft_loss": [run["soft_loss"][-1] for run in runs],
-                "steps_to": [steps_to_accuracy(run, level) for run in runs],
-                "curves": [run["accuracy"] for run in runs],
-            })
+            runs = [
+                train_selector(method, lr=lr, seed=seed, **train_kwargs)
+                for seed in seeds
+            ]
+            rows.append(
+                {
+                    "method": method,
+                    "lr": lr,
+                    "steps": runs[0]["steps"],
+                    "accuracy": [run["accuracy"][-1] for run in runs],
+                    "hard_loss": [run["hard_loss"][-1] for run in runs],
+                    "soft_loss": [run["soft_loss"][-1] for run in runs],
+                    "steps_to": [
+                        steps_to_accuracy(run, level) for run in runs
+                    ],
+                    "curves": [run["accuracy"] for run in runs],
+                }
+            )
     return rows

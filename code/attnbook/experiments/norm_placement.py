@@ -1,21 +1,25 @@
-"""Post-LN or pre-LN: where the layer normalization sits in an encoder block, measured in training.
+"""Post-LN or pre-LN: where the layer normalization sits in an encoder block,
+measured in training.
 
 Post-LN (the original Transformer, BERT; ``TransformerEncoderBlock``)::
 
     a = LayerNorm(x + MHA(x)),          y = LayerNorm(a + FFN(a))
 
-Pre-LN (Xiong et al. 2020, "On Layer Normalization in the Transformer Architecture")::
+Pre-LN (Xiong et al. 2020, "On Layer Normalization in the Transformer
+Architecture")::
 
     a = x + MHA(LayerNorm(x)),          y = a + FFN(LayerNorm(a))
 
 with one more LayerNorm after the last block. The two blocks have the same
-parameters, so a pre-LN model can start from exactly the weights of a post-LN one.
+parameters, so a pre-LN model can start from exactly the weights of a post-LN
+one.
 
-``train_placement`` trains the chapter's "A before B?" classifier with either block
-and a given peak learning rate, with or without a linear learning-rate warm-up;
-``run_comparison`` sweeps both placements over learning rates, warm-up and seeds.
-Run ``python -m attnbook.experiments.norm_placement`` to repeat the sweep behind
-``data/norm_placement.json`` (it trains every configuration on one thread).
+``train_placement`` trains the chapter's "A before B?" classifier with either
+block and a given peak learning rate, with or without a linear learning-rate
+warm-up; ``run_comparison`` sweeps both placements over learning rates, warm-up
+and seeds. Run ``python -m attnbook.experiments.norm_placement`` to repeat the
+sweep behind ``data/norm_placement.json`` (it trains every configuration on one
+thread).
 """
 
 import json
@@ -27,12 +31,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from .._checks import keep_global_rng, require_int, require_positive
-from ..tasks.order_classifier import CLSClassifier, order_batch
 from ..measure.threads import single_thread
 from ..nn.encoder import LayerNorm, TransformerEncoderBlock
+from ..tasks.order_classifier import CLSClassifier, order_batch
 
 PLACEMENTS = ("post-LN", "pre-LN")
-RESULTS_FILE = Path(__file__).resolve().parents[1] / "data" / "norm_placement.json"
+RESULTS_FILE = (
+    Path(__file__).resolve().parents[1] / "data" / "norm_placement.json"
+)
 
 
 class PreNormEncoderBlock(TransformerEncoderBlock):
@@ -43,7 +49,12 @@ class PreNormEncoderBlock(TransformerEncoderBlock):
     (boolean, True = keep, e.g. (B, 1, 1, n) from ``padding_mask``).
     """
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, return_weights: bool = False):
+    def forward(
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        return_weights: bool = False,
+    ):
         self._check(x, mask)
         normed = self.norm1(x)
         attended, weights = self.self_attn(normed, normed, normed, mask=mask)
@@ -52,13 +63,23 @@ class PreNormEncoderBlock(TransformerEncoderBlock):
         return (x, weights) if return_weights else x
 
     @torch.no_grad()
-    def load_torch_weights(self, layer: nn.TransformerEncoderLayer) -> "PreNormEncoderBlock":
-        """Copy the parameters of a pre-norm (``norm_first=True``), ReLU ``nn.TransformerEncoderLayer``."""
+    def load_torch_weights(
+        self, layer: nn.TransformerEncoderLayer
+    ) -> "PreNormEncoderBlock":
+        """Copy the parameters of a pre-norm (``norm_first=True``), ReLU
+        ``nn.TransformerEncoderLayer``."""
         if not isinstance(layer, nn.TransformerEncoderLayer):
-            raise TypeError(f"expected torch.nn.TransformerEncoderLayer, got {type(layer).__name__}")
+            raise TypeError(
+                "expected torch.nn.TransformerEncoderLayer, got "
+                f"{type(layer).__name__}"
+            )
         if not layer.norm_first:
-            raise ValueError("torch layer is post-norm (norm_first=False); this block is pre-norm")
-        layer.norm_first = False  # the parameters do not depend on the flag: reuse the post-LN copy
+            raise ValueError(
+                "torch layer is post-norm (norm_first=False); this block is "
+                "pre-norm"
+            )
+        # the parameters do not depend on the flag: reuse the post-LN copy
+        layer.norm_first = False
         try:
             super().load_torch_weights(layer)
         finally:
@@ -66,24 +87,33 @@ class PreNormEncoderBlock(TransformerEncoderBlock):
         return self
 
 
-def placement_classifier(placement: str, seed: int = 0, **sizes) -> CLSClassifier:
-    """A seeded ``CLSClassifier`` with post-LN or pre-LN blocks and the same initial weights.
+def placement_classifier(
+    placement: str, seed: int = 0, **sizes
+) -> CLSClassifier:
+    """A seeded ``CLSClassifier`` with post-LN or pre-LN blocks and the same
+    initial weights.
 
-    placement: "post-LN" or "pre-LN". The pre-LN model copies the post-LN model built
-    from the same seed and adds a final LayerNorm before the linear head.
-    sizes: passed to ``CLSClassifier`` (embed_dim, num_heads, ffn_dim, num_layers, ...).
-    Torch's global random state is restored on exit (the seeding happens inside).
+    placement: "post-LN" or "pre-LN". The pre-LN model copies the post-LN model
+    built from the same seed and adds a final LayerNorm before the linear head.
+    sizes: passed to ``CLSClassifier`` (embed_dim, num_heads, ffn_dim,
+    num_layers, ...). Torch's global random state is restored on exit (the
+    seeding happens inside).
     """
     with keep_global_rng():
         return _seeded_placement_classifier(placement, seed, **sizes)
 
 
-def _seeded_placement_classifier(placement: str, seed: int, **sizes) -> CLSClassifier:
-    """``placement_classifier`` that leaves torch's global generator seeded by ``seed`` and
-    advanced by the initialisation (``train_placement`` trains on from there, inside its own
-    ``keep_global_rng``, so its runs are those it always gave)."""
+def _seeded_placement_classifier(
+    placement: str, seed: int, **sizes
+) -> CLSClassifier:
+    """``placement_classifier`` that leaves torch's global generator seeded
+    by ``seed`` and advanced by the initialisation (``train_placement``
+    trains on from there, inside its own ``keep_global_rng``, so its runs
+    are those it always gave)."""
     if placement not in PLACEMENTS:
-        raise ValueError(f"placement must be one of {PLACEMENTS}, got {placement!r}")
+        raise ValueError(
+            f"placement must be one of {PLACEMENTS}, got {placement!r}"
+        )
     require_int("seed", seed, minimum=0)
     torch.manual_seed(seed)
     model = CLSClassifier(**sizes)
@@ -91,36 +121,55 @@ def _seeded_placement_classifier(placement: str, seed: int, **sizes) -> CLSClass
         post_blocks = model.encoder.blocks
         pre_blocks = []
         for block in post_blocks:
-            pre = PreNormEncoderBlock(block.embed_dim, block.num_heads, block.ffn.linear1.out_features)
+            pre = PreNormEncoderBlock(
+                block.embed_dim,
+                block.num_heads,
+                block.ffn.linear1.out_features,
+            )
             pre.load_state_dict(block.state_dict())
             pre_blocks.append(pre)
         model.encoder.blocks = nn.ModuleList(pre_blocks)
-        model.head = nn.Sequential(LayerNorm(model.head.in_features), model.head)
+        model.head = nn.Sequential(
+            LayerNorm(model.head.in_features), model.head
+        )
     return model
 
 
 def warmup_schedule(step: int, steps: int, warmup: int) -> float:
-    """Learning-rate factor at ``step`` (0-based): linear rise over ``warmup`` steps, then linear decay to 0."""
+    """Learning-rate factor at ``step`` (0-based): linear rise over
+    ``warmup`` steps, then linear decay to 0."""
     require_int("step", step, minimum=0)
     require_int("steps", steps)
     require_int("warmup", warmup, minimum=0)
     if step < warmup:
         return (step + 1) / warmup
-    if step >= steps:  # past the run (also when warmup >= steps): no division by steps - warmup <= 0
+    # past the run (also when warmup >= steps): no division by
+    # steps - warmup <= 0
+    if step >= steps:
         return 0.0
     return max(0.0, (steps - step) / (steps - warmup))
 
 
-def train_placement(placement: str, lr: float, warmup: int = 0, steps: int = 250, batch_size: int = 64,
-                    seed: int = 0, eval_size: int = 1000, **sizes) -> dict:
-    """Train one "A before B?" classifier; returns its loss curve and held-out results.
+def train_placement(
+    placement: str,
+    lr: float,
+    warmup: int = 0,
+    steps: int = 250,
+    batch_size: int = 64,
+    seed: int = 0,
+    eval_size: int = 1000,
+    **sizes,
+) -> dict:
+    """Train one "A before B?" classifier; returns its loss curve and held-out
+    results.
 
-    Adam at peak learning rate ``lr``; the rate rises linearly over ``warmup`` steps
-    (0: no warm-up) and then decays linearly to 0 at ``steps``. The training batches
-    (fresh at every step) and the initial weights depend only on ``seed``, so both
-    placements see the same data from the same start. Runs on one thread.
-    Returns {"loss": [per-step training loss], "eval_loss": held-out cross-entropy,
-    "eval_accuracy": held-out accuracy} on ``eval_size`` sequences of a fixed seed.
+    Adam at peak learning rate ``lr``; the rate rises linearly over ``warmup``
+    steps (0: no warm-up) and then decays linearly to 0 at ``steps``. The
+    training batches (fresh at every step) and the initial weights depend only
+    on ``seed``, so both placements see the same data from the same start. Runs
+    on one thread. Returns {"loss": [per-step training loss], "eval_loss":
+    held-out cross-entropy, "eval_accuracy": held-out accuracy} on
+    ``eval_size`` sequences of a fixed seed.
     """
     require_positive("lr", lr)
     require_int("steps", steps)
@@ -130,7 +179,9 @@ def train_placement(placement: str, lr: float, warmup: int = 0, steps: int = 250
     with single_thread(), keep_global_rng():
         model = _seeded_placement_classifier(placement, seed, **sizes)
         optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: warmup_schedule(s, steps, warmup))
+        schedule = torch.optim.lr_scheduler.LambdaLR(
+            optimizer, lambda s: warmup_schedule(s, steps, warmup)
+        )
         generator = torch.Generator().manual_seed(seed + 1)
         losses = []
         model.train()
@@ -141,19 +192,34 @@ def train_placement(placement: str, lr: float, warmup: int = 0, steps: int = 250
             loss.backward()
             optimizer.step()
             schedule.step()
-            losses.append(loss.item() if torch.isfinite(loss) else float("nan"))
+            losses.append(
+                loss.item() if torch.isfinite(loss) else float("nan")
+            )
         model.eval()
-        tokens, lens, labels = order_batch(eval_size, generator=torch.Generator().manual_seed(123))
+        tokens, lens, labels = order_batch(
+            eval_size, generator=torch.Generator().manual_seed(123)
+        )
         with torch.no_grad():
             logits = model(tokens, lens)
             eval_loss = F.cross_entropy(logits, labels).item()
             eval_accuracy = (logits.argmax(-1) == labels).float().mean().item()
-    return {"loss": losses, "eval_loss": eval_loss, "eval_accuracy": eval_accuracy}
+    return {
+        "loss": losses,
+        "eval_loss": eval_loss,
+        "eval_accuracy": eval_accuracy,
+    }
 
 
-def run_comparison(lrs=(1e-3, 3e-3, 1e-2, 3e-2), warmups=(0, 50), seeds=(0, 1, 2), steps: int = 250,
-                   progress: bool = True, **sizes) -> dict:
-    """Train every (placement, warm-up, lr, seed); returns a JSON-ready dict of the settings and runs.
+def run_comparison(
+    lrs=(1e-3, 3e-3, 1e-2, 3e-2),
+    warmups=(0, 50),
+    seeds=(0, 1, 2),
+    steps: int = 250,
+    progress: bool = True,
+    **sizes,
+) -> dict:
+    """Train every (placement, warm-up, lr, seed); returns a JSON-ready dict of
+    the settings and runs.
 
     Each run records its final held-out loss and accuracy and its training loss
     curve averaged over blocks of 10 steps (to keep the results file small).
@@ -164,35 +230,78 @@ def run_comparison(lrs=(1e-3, 3e-3, 1e-2, 3e-2), warmups=(0, 50), seeds=(0, 1, 2
         for warmup in warmups:
             for lr in lrs:
                 for seed in seeds:
-                    result = train_placement(placement, lr, warmup, steps, seed=seed, **sizes)
-                    curve = torch.tensor(result["loss"]).view(-1, 10).mean(1).tolist()
-                    runs.append({"placement": placement, "warmup": warmup, "lr": lr, "seed": seed,
-                                 "eval_loss": result["eval_loss"], "eval_accuracy": result["eval_accuracy"],
-                                 "loss_every_10": curve})
+                    result = train_placement(
+                        placement, lr, warmup, steps, seed=seed, **sizes
+                    )
+                    curve = (
+                        torch.tensor(result["loss"])
+                        .view(-1, 10)
+                        .mean(1)
+                        .tolist()
+                    )
+                    runs.append(
+                        {
+                            "placement": placement,
+                            "warmup": warmup,
+                            "lr": lr,
+                            "seed": seed,
+                            "eval_loss": result["eval_loss"],
+                            "eval_accuracy": result["eval_accuracy"],
+                            "loss_every_10": curve,
+                        }
+                    )
                     if progress:
-                        print(f"{time.perf_counter() - start:7.1f} s  {placement:7} warm-up {warmup:3} lr {lr:g} "
-                              f"seed {seed}: held-out loss {result['eval_loss']:.4f}, "
-                              f"accuracy {result['eval_accuracy']:.3f}", flush=True)
-    return {"steps": steps, "sizes": sizes, "lrs": list(lrs), "warmups": list(warmups), "seeds": list(seeds),
-            "runs": runs}
+                        print(
+                            f"{time.perf_counter() - start:7.1f} s  "
+                            f"{placement:7} warm-up {warmup:3} lr {lr:g} "
+                            f"seed {seed}: held-out loss "
+                            f"{result['eval_loss']:.4f}, "
+                            f"accuracy {result['eval_accuracy']:.3f}",
+                            flush=True,
+                        )
+    return {
+        "steps": steps,
+        "sizes": sizes,
+        "lrs": list(lrs),
+        "warmups": list(warmups),
+        "seeds": list(seeds),
+        "runs": runs,
+    }
 
 
 def load_comparison(path=RESULTS_FILE) -> dict:
     """The shipped results of ``run_comparison`` (see the module docstring)."""
     if not isinstance(path, (str, Path)):
-        raise TypeError(f"path must be a str or pathlib.Path, got {type(path).__name__}")
+        raise TypeError(
+            f"path must be a str or pathlib.Path, got {type(path).__name__}"
+        )
     if not Path(path).is_file():
         raise FileNotFoundError(f"no results file at {path}")
     return json.loads(Path(path).read_text())
 
 
 def summarize(results: dict, key: str = "eval_accuracy") -> dict:
-    """{(placement, warmup): [(lr, [value per seed]), ...]} from ``run_comparison`` results."""
-    if not isinstance(results, dict) or not isinstance(results.get("runs"), list):
-        raise ValueError("results must be the dict run_comparison returns (with a list under 'runs')")
-    keys = sorted({k for run in results["runs"] for k in run if isinstance(run.get(k), (int, float))})
+    """{(placement, warmup): [(lr, [value per seed]), ...]} from
+    ``run_comparison`` results."""
+    if not isinstance(results, dict) or not isinstance(
+        results.get("runs"), list
+    ):
+        raise ValueError(
+            "results must be the dict run_comparison returns (with a list "
+            "under 'runs')"
+        )
+    keys = sorted(
+        {
+            k
+            for run in results["runs"]
+            for k in run
+            if isinstance(run.get(k), (int, float))
+        }
+    )
     if any(key not in run for run in results["runs"]):
-        raise ValueError(f"key {key!r} is not in the runs; choose one of {keys}")
+        raise ValueError(
+            f"key {key!r} is not in the runs; choose one of {keys}"
+        )
     table = {}
     for run in results["runs"]:
         rows = table.setdefault((run["placement"], run["warmup"]), {})

@@ -1,12 +1,13 @@
-"""Why dot-product scores are scaled: score variance, softmax saturation and how gradients spread.
+"""Why dot-product scores are scaled: score variance, softmax saturation and
+how gradients spread.
 
-For a query and a key with independent unit-variance entries, the dot product of two
-d-dimensional vectors has variance d. Scores that vary by tens saturate the softmax:
-one weight is close to 1, the Jacobian of the softmax is close to 0, and the gradient
-that reaches the query and the keys comes from a few rows and a couple of keys.
-Dividing by sqrt(d) keeps the variance at 1 whatever d is. These functions measure
-that on seeded random vectors, in float64 so that the numbers do not depend on the
-machine or the thread count.
+For a query and a key with independent unit-variance entries, the dot product
+of two d-dimensional vectors has variance d. Scores that vary by tens saturate
+the softmax: one weight is close to 1, the Jacobian of the softmax is close to
+0, and the gradient that reaches the query and the keys comes from a few rows
+and a couple of keys. Dividing by sqrt(d) keeps the variance at 1 whatever d
+is. These functions measure that on seeded random vectors, in float64 so that
+the numbers do not depend on the machine or the thread count.
 """
 
 import math
@@ -21,30 +22,52 @@ SATURATION = 0.99
 
 
 def softmax_jacobian(weights: torch.Tensor) -> torch.Tensor:
-    """Jacobian of the softmax at its output: d weights_i / d scores_j = w_i (delta_ij - w_j).
+    """Jacobian of the softmax at its output: d weights_i / d scores_j = w_i
+    (delta_ij - w_j).
 
-    weights: (..., n), softmax outputs (each row sums to 1). Returns (..., n, n).
+    weights: (..., n), softmax outputs (each row sums to 1). Returns (..., n,
+    n).
     """
     require_float("weights", weights)
-    return torch.diag_embed(weights) - weights.unsqueeze(-1) * weights.unsqueeze(-2)
+    return torch.diag_embed(weights) - weights.unsqueeze(
+        -1
+    ) * weights.unsqueeze(-2)
 
 
-def random_queries_and_keys(dim: int, n_trials: int = 256, n_keys: int = 16, seed: int = 0):
-    """Seeded N(0, 1) queries (n_trials, 1, dim) and keys (n_trials, n_keys, dim), float64."""
-    for name, value, low in (("dim", dim, 1), ("n_trials", n_trials, 1), ("n_keys", n_keys, 2)):
+def random_queries_and_keys(
+    dim: int, n_trials: int = 256, n_keys: int = 16, seed: int = 0
+):
+    """Seeded N(0, 1) queries (n_trials, 1, dim) and keys (n_trials, n_keys,
+    dim), float64."""
+    for name, value, low in (
+        ("dim", dim, 1),
+        ("n_trials", n_trials, 1),
+        ("n_keys", n_keys, 2),
+    ):
         require_int(name, value, minimum=low)
     generator = torch.Generator().manual_seed(seed)
-    queries = torch.randn(n_trials, 1, dim, generator=generator, dtype=torch.float64)
-    keys = torch.randn(n_trials, n_keys, dim, generator=generator, dtype=torch.float64)
+    queries = torch.randn(
+        n_trials, 1, dim, generator=generator, dtype=torch.float64
+    )
+    keys = torch.randn(
+        n_trials, n_keys, dim, generator=generator, dtype=torch.float64
+    )
     return queries, keys
 
 
-def random_scores(dim: int, scaled: bool = True, n_trials: int = 256, n_keys: int = 16, seed: int = 0) -> torch.Tensor:
+def random_scores(
+    dim: int,
+    scaled: bool = True,
+    n_trials: int = 256,
+    n_keys: int = 16,
+    seed: int = 0,
+) -> torch.Tensor:
     """Scores of random queries against random keys, one row per trial.
 
-    Each trial draws one query (dim,) and ``n_keys`` keys (n_keys, dim) with independent
-    N(0, 1) entries (``random_queries_and_keys``) and scores them with ``scaled_dot_score``
-    (or ``dot_score`` if ``scaled`` is False). Returns (n_trials, n_keys).
+    Each trial draws one query (dim,) and ``n_keys`` keys (n_keys, dim) with
+    independent N(0, 1) entries (``random_queries_and_keys``) and scores them
+    with ``scaled_dot_score`` (or ``dot_score`` if ``scaled`` is False).
+    Returns (n_trials, n_keys).
     """
     queries, keys = random_queries_and_keys(dim, n_trials, n_keys, seed)
     score = scaled_dot_score if scaled else dot_score
@@ -54,17 +77,20 @@ def random_scores(dim: int, scaled: bool = True, n_trials: int = 256, n_keys: in
 def softmax_statistics(scores: torch.Tensor, temperature: float = 1.0) -> dict:
     """How sharp ``softmax(scores / temperature)`` is, row by row.
 
-    scores: (n_trials, n_keys). Returns a dict of floats: ``variance`` of the scores
-    (before the temperature), ``max_weight`` (the largest weight, mean over rows),
-    ``entropy`` in nats (mean; ``max_entropy`` = log n_keys is the uniform case),
-    ``saturated`` (the fraction of rows whose largest weight exceeds ``SATURATION``) and
-    ``median_max_jacobian`` (the median over rows of the largest |entry| of the softmax
-    Jacobian with respect to its own input, scores / temperature).
+    scores: (n_trials, n_keys). Returns a dict of floats: ``variance`` of the
+    scores (before the temperature), ``max_weight`` (the largest weight, mean
+    over rows), ``entropy`` in nats (mean; ``max_entropy`` = log n_keys is the
+    uniform case), ``saturated`` (the fraction of rows whose largest weight
+    exceeds ``SATURATION``) and ``median_max_jacobian`` (the median over rows
+    of the largest |entry| of the softmax Jacobian with respect to its own
+    input, scores / temperature).
     """
     require_float("scores", scores)
     require_positive("temperature", temperature)
     weights = torch.softmax(scores / temperature, dim=-1)
-    plogp = torch.where(weights > 0, weights * weights.log(), torch.zeros_like(weights))
+    plogp = torch.where(
+        weights > 0, weights * weights.log(), torch.zeros_like(weights)
+    )
     max_weight = weights.max(dim=-1).values
     largest_jacobian_entry = softmax_jacobian(weights).abs().amax(dim=(-2, -1))
     return {
@@ -79,42 +105,73 @@ def softmax_statistics(scores: torch.Tensor, temperature: float = 1.0) -> dict:
 
 
 def keys_sharing(gradients: torch.Tensor) -> torch.Tensor:
-    """How many keys share a gradient, row by row: (sum_j |g_j|)^2 / sum_j g_j^2.
+    """How many keys share a gradient, row by row: (sum_j |g_j|)^2 / sum_j
+    g_j^2.
 
-    gradients: (..., n_keys). Returns (...): n_keys when every key gets the same size,
-    1 when one key gets everything (2 for two keys with equal and opposite gradients);
-    rows that are exactly zero give 0.
+    gradients: (..., n_keys). Returns (...): n_keys when every key gets the
+    same size, 1 when one key gets everything (2 for two keys with equal and
+    opposite gradients); rows that are exactly zero give 0.
     """
     require_float("gradients", gradients)
     squares = (gradients**2).sum(dim=-1)
-    return torch.where(squares > 0, gradients.abs().sum(dim=-1) ** 2 / squares.clamp_min(torch.finfo(gradients.dtype).tiny), 0.0)
+    return torch.where(
+        squares > 0,
+        gradients.abs().sum(dim=-1) ** 2
+        / squares.clamp_min(torch.finfo(gradients.dtype).tiny),
+        0.0,
+    )
 
 
-def query_gradients(dim: int, scaled: bool = True, n_trials: int = 256, n_keys: int = 16, seed: int = 0) -> dict:
-    """Back-propagate through softmax(scores) for the random trials of ``random_scores``.
+def query_gradients(
+    dim: int,
+    scaled: bool = True,
+    n_trials: int = 256,
+    n_keys: int = 16,
+    seed: int = 0,
+) -> dict:
+    """Back-propagate through softmax(scores) for the random trials of
+    ``random_scores``.
 
-    Each trial gets a seeded upstream gradient u (n_keys,) ~ N(0, 1) on its attention
-    weights (the loss is sum_j alpha_j u_j, what any loss above the softmax looks like
-    locally). Autograd gives d loss / d query (n_trials, dim) and d loss / d dot product
-    (n_trials, n_keys), taken with respect to the raw q.k, so the 1/sqrt(dim) of the scaled
-    version is included. Returns {"query": ..., "dot_product": ...}.
+    Each trial gets a seeded upstream gradient u (n_keys,) ~ N(0, 1) on its
+    attention weights (the loss is sum_j alpha_j u_j, what any loss above the
+    softmax looks like locally). Autograd gives d loss / d query (n_trials,
+    dim) and d loss / d dot product (n_trials, n_keys), taken with respect to
+    the raw q.k, so the 1/sqrt(dim) of the scaled version is included. Returns
+    {"query": ..., "dot_product": ...}.
     """
     queries, keys = random_queries_and_keys(dim, n_trials, n_keys, seed)
-    upstream = torch.randn(n_trials, n_keys, generator=torch.Generator().manual_seed(seed + 1), dtype=torch.float64)
+    upstream = torch.randn(
+        n_trials,
+        n_keys,
+        generator=torch.Generator().manual_seed(seed + 1),
+        dtype=torch.float64,
+    )
     queries.requires_grad_(True)
-    dot_products = dot_score(queries, keys).squeeze(-2)  # raw q.k, (n_trials, n_keys)
+    dot_products = dot_score(queries, keys).squeeze(
+        -2
+    )  # raw q.k, (n_trials, n_keys)
     dot_products.retain_grad()
     scores = dot_products / math.sqrt(dim) if scaled else dot_products
     (torch.softmax(scores, dim=-1) * upstream).sum().backward()
-    return {"query": queries.grad.squeeze(-2), "dot_product": dot_products.grad}
+    return {
+        "query": queries.grad.squeeze(-2),
+        "dot_product": dot_products.grad,
+    }
 
 
-def gradient_statistics(dim: int, scaled: bool = True, n_trials: int = 256, n_keys: int = 16, seed: int = 0) -> dict:
+def gradient_statistics(
+    dim: int,
+    scaled: bool = True,
+    n_trials: int = 256,
+    n_keys: int = 16,
+    seed: int = 0,
+) -> dict:
     """Size and spread of ``query_gradients``, as floats.
 
-    ``median_query_gradient`` and ``mean_query_gradient``: median and mean over trials of
-    |d loss / d q|; ``keys_sharing``: median over trials of ``keys_sharing`` of
-    d loss / d (q.k), the number of keys that effectively receive gradient.
+    ``median_query_gradient`` and ``mean_query_gradient``: median and mean over
+    trials of |d loss / d q|; ``keys_sharing``: median over trials of
+    ``keys_sharing`` of d loss / d (q.k), the number of keys that effectively
+    receive gradient.
     """
     gradients = query_gradients(dim, scaled, n_trials, n_keys, seed)
     sizes = gradients["query"].norm(dim=-1)
@@ -126,11 +183,18 @@ def gradient_statistics(dim: int, scaled: bool = True, n_trials: int = 256, n_ke
 
 
 def random_score_statistics(
-    dim: int, scaled: bool = True, temperature: float = 1.0, n_trials: int = 256, n_keys: int = 16, seed: int = 0
+    dim: int,
+    scaled: bool = True,
+    temperature: float = 1.0,
+    n_trials: int = 256,
+    n_keys: int = 16,
+    seed: int = 0,
 ) -> dict:
-    """``softmax_statistics`` of ``random_scores`` and (at temperature 1) ``gradient_statistics``,
-    plus ``dim`` and ``scaled``."""
-    stats = softmax_statistics(random_scores(dim, scaled, n_trials, n_keys, seed), temperature)
+    """``softmax_statistics`` of ``random_scores`` and (at temperature 1)
+    ``gradient_statistics``, plus ``dim`` and ``scaled``."""
+    stats = softmax_statistics(
+        random_scores(dim, scaled, n_trials, n_keys, seed), temperature
+    )
     if temperature == 1.0:
         stats.update(gradient_statistics(dim, scaled, n_trials, n_keys, seed))
     return {"dim": dim, "scaled": scaled, **stats}

@@ -1,10 +1,11 @@
 """Checking a result against a reference, to a stated tolerance.
 
-Two computations of the same quantity in floating point agree only up to rounding, and
-that rounding changes with the CPU: its SIMD width, its BLAS kernels, the thread count.
-A difference such as ``1.1e-16`` is noise, not a result, and may read ``5.6e-17`` on the
-next machine. So the chapters print what a comparison establishes, "equal within 1e-12",
-which holds on every CPU, and never the noise itself.
+Two computations of the same quantity in floating point agree only up to
+rounding, and that rounding changes with the CPU: its SIMD width, its BLAS
+kernels, the thread count. A difference such as ``1.1e-16`` is noise, not a
+result, and may read ``5.6e-17`` on the next machine. So the chapters print
+what a comparison establishes, "equal within 1e-12", which holds on every CPU,
+and never the noise itself.
 """
 
 import torch
@@ -13,17 +14,23 @@ from .._checks import require_positive
 
 
 def agreement(actual, expected, tol: float) -> str:
-    """``"equal within {tol}"`` if every ``|actual - expected| <= tol``, else the largest gap.
+    """``"equal within {tol}"`` if every ``|actual - expected| <= tol``, else
+    the largest gap.
 
-    actual: a tensor or a number; expected: a tensor of the same shape, or a number that
-    every entry is compared with (e.g. 0). tol: the largest difference allowed, a positive
-    float. NaN or infinity anywhere counts as a difference.
+    actual: a tensor or a number; expected: a tensor of the same shape, or a
+    number that every entry is compared with (e.g. 0). tol: the largest
+    difference allowed, a positive float. NaN or infinity anywhere counts as a
+    difference.
     """
     require_positive("tol", tol)
-    actual, expected = _as_tensor("actual", actual), _as_tensor("expected", expected)
+    actual, expected = (
+        _as_tensor("actual", actual),
+        _as_tensor("expected", expected),
+    )
     if expected.dim() and actual.shape != expected.shape:
         raise ValueError(
-            f"actual {tuple(actual.shape)} and expected {tuple(expected.shape)} must have the same shape"
+            f"actual {tuple(actual.shape)} and expected "
+            f"{tuple(expected.shape)} must have the same shape"
         )
     gap = (actual.double() - expected.double()).abs()
     if bool(gap.isnan().any()):
@@ -37,8 +44,12 @@ def agreement(actual, expected, tol: float) -> str:
 def _as_tensor(name: str, value) -> torch.Tensor:
     if isinstance(value, torch.Tensor):
         if value.is_complex() or value.dtype == torch.bool:
-            raise TypeError(f"{name} must hold real numbers, got dtype {value.dtype}")
+            raise TypeError(
+                f"{name} must hold real numbers, got dtype {value.dtype}"
+            )
         return value.detach()
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return torch.tensor(float(value), dtype=torch.float64)
-    raise TypeError(f"{name} must be a tensor or a number, got {type(value).__name__}")
+    raise TypeError(
+        f"{name} must be a tensor or a number, got {type(value).__name__}"
+    )

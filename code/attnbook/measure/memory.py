@@ -1,9 +1,14 @@
-"""Counting memory: the bytes of a score matrix and what autograd keeps for a backward pass."""
+"""Counting memory: the bytes of a score matrix and what autograd keeps for
+a backward pass."""
 
 from .._checks import require_int, require_positive
 
-def score_matrix_bytes(n_q: int, n_k: int, chunk_size: int | None = None, dtype=None) -> int:
-    """Bytes of one block of scores: n_q x n_k numbers, or n_q x min(chunk_size, n_k) when chunked.
+
+def score_matrix_bytes(
+    n_q: int, n_k: int, chunk_size: int | None = None, dtype=None
+) -> int:
+    """Bytes of one block of scores: n_q x n_k numbers, or n_q x
+    min(chunk_size, n_k) when chunked.
 
     dtype: a torch dtype (float32 if None).
     """
@@ -11,18 +16,28 @@ def score_matrix_bytes(n_q: int, n_k: int, chunk_size: int | None = None, dtype=
 
     require_int("n_q", n_q, minimum=0)
     require_int("n_k", n_k, minimum=0)
-    columns = n_k if chunk_size is None else min(require_positive("chunk_size", chunk_size), n_k)
-    return n_q * columns * torch.empty((), dtype=dtype or torch.float32).element_size()
+    columns = (
+        n_k
+        if chunk_size is None
+        else min(require_positive("chunk_size", chunk_size), n_k)
+    )
+    return (
+        n_q
+        * columns
+        * torch.empty((), dtype=dtype or torch.float32).element_size()
+    )
 
 
 def saved_for_backward(function, exclude=()) -> dict:
-    """What autograd keeps for the backward pass of ``function()``, each storage counted once.
+    """What autograd keeps for the backward pass of ``function()``, each
+    storage counted once.
 
-    Runs ``function()`` (which must build a graph: some input requires grad) while a hook
-    records every tensor the graph saves. Tensors that share a storage (a view, a transpose,
-    the same tensor saved by two operations) count once. Storages of the tensors in
-    ``exclude`` (e.g. the inputs, which exist anyway) are left out.
-    Returns {"bytes": total bytes of the distinct storages, "largest": bytes of the largest}.
+    Runs ``function()`` (which must build a graph: some input requires grad)
+    while a hook records every tensor the graph saves. Tensors that share a
+    storage (a view, a transpose, the same tensor saved by two operations)
+    count once. Storages of the tensors in ``exclude`` (e.g. the inputs, which
+    exist anyway) are left out. Returns {"bytes": total bytes of the distinct
+    storages, "largest": bytes of the largest}.
     """
     import torch
 
@@ -37,4 +52,7 @@ def saved_for_backward(function, exclude=()) -> dict:
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
         function()
-    return {"bytes": sum(storages.values()), "largest": max(storages.values(), default=0)}
+    return {
+        "bytes": sum(storages.values()),
+        "largest": max(storages.values(), default=0),
+    }

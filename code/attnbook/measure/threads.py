@@ -1,10 +1,10 @@
 """How many CPU threads PyTorch uses inside a block of code.
 
 Small models run faster on one thread (no thread pool to wake and synchronise,
-which on a busy machine costs more than the arithmetic), and a fixed thread count
-makes a training run repeat bit for bit on the same machine. Another CPU still rounds
-differently (another SIMD width, other BLAS kernels): what must not move there is
-trained in float64 or shipped as pinned weights.
+which on a busy machine costs more than the arithmetic), and a fixed thread
+count makes a training run repeat bit for bit on the same machine. Another CPU
+still rounds differently (another SIMD width, other BLAS kernels): what must
+not move there is trained in float64 or shipped as pinned weights.
 """
 
 from contextlib import contextmanager
@@ -16,7 +16,8 @@ from .._checks import require_int
 
 @contextmanager
 def torch_threads(count: int | None):
-    """Run the block with ``count`` intra-op threads (None: leave as is), then restore."""
+    """Run the block with ``count`` intra-op threads (None: leave as is),
+    then restore."""
     if count is not None:
         require_int("count", count)
     before = torch.get_num_threads()

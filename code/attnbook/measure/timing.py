@@ -1,11 +1,13 @@
 """Wall time, measured fairly.
 
-- ``interleaved_medians`` times several functions side by side (the order rotates between
-  repetitions, so a burst of load from other programs hits all of them alike);
-- ``calls_per_sample``, ``mean_call_time`` and ``median_call_time`` time one fast call by
-  looping it until a sample lasts long enough to be measured.
+- ``interleaved_medians`` times several functions side by side (the order
+  rotates between repetitions, so a burst of load from other programs hits all
+  of them alike);
+- ``calls_per_sample``, ``mean_call_time`` and ``median_call_time`` time one
+  fast call by looping it until a sample lasts long enough to be measured.
 
-Compare ratios measured in one run, not absolute times: a shared machine drifts.
+Compare ratios measured in one run, not absolute times: a shared machine
+drifts.
 """
 
 import math
@@ -15,19 +17,25 @@ import time
 from .._checks import require_int, require_positive
 
 
-def interleaved_medians(functions: dict, repeats: int = 5, warmup: int = 1, clock=time.perf_counter) -> dict:
-    """Median time in seconds of each zero-argument function, measured side by side.
+def interleaved_medians(
+    functions: dict, repeats: int = 5, warmup: int = 1, clock=time.perf_counter
+) -> dict:
+    """Median time in seconds of each zero-argument function, measured side by
+    side.
 
     Each repetition runs every function once, in an order that rotates between
     repetitions, so a change in machine load affects all of them alike; compare
     ratios of the medians rather than absolute times. ``clock`` is wall time
-    (``time.perf_counter``) by default; ``time.thread_time`` measures the processor time
-    of the calling thread instead, which leaves out the time the thread waits while other
-    programs run (meaningful when the work runs on this one thread, e.g. under
-    ``attnbook.measure.threads.single_thread``).
+    (``time.perf_counter``) by default; ``time.thread_time`` measures the
+    processor time of the calling thread instead, which leaves out the time the
+    thread waits while other programs run (meaningful when the work runs on
+    this one thread, e.g. under ``attnbook.measure.threads.single_thread``).
     """
     if not isinstance(functions, dict):
-        raise TypeError(f"functions must be a dict {{name: zero-argument function}}, got {type(functions).__name__}")
+        raise TypeError(
+            f"functions must be a dict {{name: zero-argument function}}, got "
+            f"{type(functions).__name__}"
+        )
     if not functions:
         raise ValueError("functions is empty: nothing to time")
     require_int("repeats", repeats)
@@ -47,9 +55,12 @@ def interleaved_medians(functions: dict, repeats: int = 5, warmup: int = 1, cloc
 
 
 def calls_per_sample(function, min_seconds: float) -> int:
-    """Call ``function()`` once (a warm-up) and return how many calls make a sample last ``min_seconds``."""
+    """Call ``function()`` once (a warm-up) and return how many calls make a
+    sample last ``min_seconds``."""
     if not callable(function):
-        raise TypeError(f"function must be callable, got {type(function).__name__}")
+        raise TypeError(
+            f"function must be callable, got {type(function).__name__}"
+        )
     require_positive("min_seconds", min_seconds)
     start = time.perf_counter()
     function()
@@ -58,7 +69,8 @@ def calls_per_sample(function, min_seconds: float) -> int:
 
 
 def mean_call_time(function, number: int, clock=time.perf_counter) -> float:
-    """Mean time of one ``function()`` call over ``number`` back-to-back calls, in seconds of ``clock``."""
+    """Mean time of one ``function()`` call over ``number`` back-to-back
+    calls, in seconds of ``clock``."""
     require_int("number", number)
     start = clock()
     for _ in range(number):
@@ -66,11 +78,16 @@ def mean_call_time(function, number: int, clock=time.perf_counter) -> float:
     return (clock() - start) / number
 
 
-def median_call_time(function, repeats: int = 5, min_seconds: float = 2e-3) -> float:
-    """Median over ``repeats`` samples of the time of one ``function()`` call, in seconds.
+def median_call_time(
+    function, repeats: int = 5, min_seconds: float = 2e-3
+) -> float:
+    """Median over ``repeats`` samples of the time of one ``function()`` call,
+    in seconds.
 
     Fast calls are looped so that each sample lasts at least ``min_seconds``.
     """
     require_int("repeats", repeats)
     number = calls_per_sample(function, min_seconds)
-    return statistics.median(mean_call_time(function, number) for _ in range(repeats))
+    return statistics.median(
+        mean_call_time(function, number) for _ in range(repeats)
+    )

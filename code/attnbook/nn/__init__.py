@@ -1,10 +1,11 @@
 """Modules in the style of ``torch.nn``, built from ``attnbook.core``.
 
-multihead (multi-head attention, weights interchangeable with ``torch.nn.MultiheadAttention``),
-self_attention, encoder (the Transformer encoder block and stack, layer norm, feed-forward),
-decoder (the decoder block with its key-value cache, the encoder-decoder Transformer),
-seq2seq (an RNN encoder-decoder with additive attention) and pointer (pointer networks).
+multihead (multi-head attention, weights interchangeable with
+``torch.nn.MultiheadAttention``), self_attention, encoder (the Transformer
+encoder block and stack, layer norm, feed-forward), decoder (the decoder block
+with its key-value cache, the encoder-decoder Transformer), seq2seq (an RNN
+encoder-decoder with additive attention) and pointer (pointer networks).
 
-May import: torch, ``attnbook._checks``, ``attnbook.measure``, ``attnbook.core``.
-Not the tasks, experiments or anything above them.
+May import: torch, ``attnbook._checks``, ``attnbook.measure``,
+``attnbook.core``. Not the tasks, experiments or anything above them.
 """

@@ -1,21 +1,25 @@
 """The Transformer decoder: causal self-attention, cross-attention, generation.
 
-One decoder block is post-norm, like the book's encoder block (``attnbook.nn.encoder``):
+One decoder block is post-norm, like the book's encoder block
+(``attnbook.nn.encoder``):
 
-    a = LayerNorm(x + Dropout(SelfAttention(x, x, x, causal mask)))      masked self-attention
-    b = LayerNorm(a + Dropout(CrossAttention(a, memory, memory, mask)))  queries from the decoder,
-                                                                         keys/values from the encoder
+    a = LayerNorm(x + Dropout(SelfAttn(x, x, x, causal mask)))
+    b = LayerNorm(a + Dropout(CrossAttn(a, memory, memory, mask)))
     y = LayerNorm(b + Dropout(FFN(b)))
 
-Parameters mirror ``torch.nn.TransformerDecoderLayer`` (``self_attn``, ``multihead_attn``
-is called ``cross_attn`` here, ``linear1``, ``linear2``, ``norm1..3``), so its weights
-copy across with ``load_torch_weights``. Masks follow the book's rule: boolean, True = keep.
+The self-attention is masked (causal); in the cross-attention the queries come
+from the decoder and the keys and values from the encoder's output (memory).
 
-Generation is greedy and autoregressive: ``EncoderDecoderTransformer.generate`` either
-re-runs the decoder over the whole prefix at every step (``use_cache=False``) or keeps a
-key-value cache (``use_cache=True``): each step then projects only the new position and
-appends its keys and values, and the cross-attention keys and values of the memory are
-computed once.
+Parameters mirror ``torch.nn.TransformerDecoderLayer`` (``self_attn``,
+``multihead_attn`` is called ``cross_attn`` here, ``linear1``, ``linear2``,
+``norm1..3``), so its weights copy across with ``load_torch_weights``. Masks
+follow the book's rule: boolean, True = keep.
+
+Generation is greedy and autoregressive: ``EncoderDecoderTransformer.generate``
+either re-runs the decoder over the whole prefix at every step
+(``use_cache=False``) or keeps a key-value cache (``use_cache=True``): each
+step then projects only the new position and appends its keys and values, and
+the cross-attention keys and values of the memory are computed once.
 """
 
 import math
@@ -24,42 +28,67 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._checks import (compute_dtype, require_flag, require_float, require_int, require_module_dtype,
-                      require_multihead_mask, require_same_dtype, require_same_size, require_tensor)
+from .._checks import (
+    compute_dtype,
+    require_flag,
+    require_float,
+    require_int,
+    require_module_dtype,
+    require_multihead_mask,
+    require_same_dtype,
+    require_same_size,
+    require_tensor,
+)
 from ..core.attention import _drop_masked_garbage, _weighted_values
 from ..core.masking import masked_softmax
-from .multihead import MultiHeadAttention, merge_heads, split_heads
 from ..core.positional import PositionalEncoding
-from .encoder import LayerNorm, PositionWiseFFN, TransformerEncoder, check_torch_layer
+from .encoder import (
+    LayerNorm,
+    PositionWiseFFN,
+    TransformerEncoder,
+    check_torch_layer,
+)
+from .multihead import MultiHeadAttention, merge_heads, split_heads
 
 
 def _require_dropout(value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not 0.0 <= value < 1.0
+    ):
         raise ValueError(f"dropout must be a number in [0, 1), got {value!r}")
     return float(value)
 
 
 def causal_mask(n: int, device=None) -> torch.Tensor:
-    """The causal mask: (n, n) bool, True = keep; position i may see positions j <= i.
+    """The causal mask: (n, n) bool, True = keep; position i may see positions
+    j <= i.
 
-    Lower-triangular: row i (a query) keeps columns 0..i (keys). It broadcasts to the
-    attention weights (B, h, n, n) of a decoder's self-attention.
+    Lower-triangular: row i (a query) keeps columns 0..i (keys). It broadcasts
+    to the attention weights (B, h, n, n) of a decoder's self-attention.
     """
     require_int("n", n, minimum=0)
     return torch.ones(n, n, dtype=torch.bool, device=device).tril()
 
 
-# -- the three projections of MultiHeadAttention, used one at a time by the cache ------------
+# -- the three projections of MultiHeadAttention, used one at a time by the
+# cache ------------
+
 
 def _project_query(mha: MultiHeadAttention, x: torch.Tensor) -> torch.Tensor:
-    """x (B, n, E) -> queries split into heads (B, h, n, d_k), with W_q of ``mha``."""
+    """x (B, n, E) -> queries split into heads (B, h, n, d_k), with W_q of
+    ``mha``."""
     e = mha.embed_dim
     bias = mha.in_proj_bias[:e] if mha.in_proj_bias is not None else None
-    return split_heads(F.linear(x, mha.in_proj_weight[:e], bias), mha.num_heads)
+    return split_heads(
+        F.linear(x, mha.in_proj_weight[:e], bias), mha.num_heads
+    )
 
 
 def _project_keys_values(mha: MultiHeadAttention, x: torch.Tensor):
-    """x (B, n, E) -> (keys, values), each split into heads (B, h, n, d_k), with W_k, W_v of ``mha``."""
+    """x (B, n, E) -> (keys, values), each split into heads (B, h, n, d_k),
+    with W_k, W_v of ``mha``."""
     e = mha.embed_dim
     bias = mha.in_proj_bias[e:] if mha.in_proj_bias is not None else None
     keys, values = F.linear(x, mha.in_proj_weight[e:], bias).chunk(2, dim=-1)
@@ -67,19 +96,23 @@ def _project_keys_values(mha: MultiHeadAttention, x: torch.Tensor):
 
 
 def _attend(mha: MultiHeadAttention, q, k, v, mask=None):
-    """Per-head scaled dot-product attention, heads merged, then W_O: (output (B, n_q, E), weights).
+    """Per-head scaled dot-product attention, heads merged, then W_O: (output
+    (B, n_q, E), weights).
 
-    q: (B, h, n_q, d_k), k and v: (B, h, n_k, d_k); mask: True = keep, broadcastable
-    to the weights (B, h, n_q, n_k). The formula of ``attention`` with the scaled dot
-    score, written out: a generation step calls it thousands of times. As in ``attention``,
-    float16/bfloat16 inputs are scored and normalised in float32 (the weights and the output
-    come back in the inputs' dtype), and a masked key or value holding NaN or inf reaches no
-    output; float32 and float64 inputs take exactly the arithmetic they always did.
+    q: (B, h, n_q, d_k), k and v: (B, h, n_k, d_k); mask: True = keep,
+    broadcastable to the weights (B, h, n_q, n_k). The formula of ``attention``
+    with the scaled dot score, written out: a generation step calls it
+    thousands of times. As in ``attention``, float16/bfloat16 inputs are scored
+    and normalised in float32 (the weights and the output come back in the
+    inputs' dtype), and a masked key or value holding NaN or inf reaches no
+    output; float32 and float64 inputs take exactly the arithmetic they always
+    did.
     """
     _check_step_heads(mha, q, k, v)
     work = compute_dtype(q.dtype)
-    # One sum per step decides whether masked garbage could be present (NaN/inf make it
-    # non-finite); only then do the careful helpers of ``attention`` run.
+    # One sum per step decides whether masked garbage could be present (NaN/inf
+    # make it non-finite); only then do the careful helpers of ``attention``
+    # run.
     careful = mask is not None and not bool(torch.isfinite(k.sum() + v.sum()))
     if careful:
         k = _drop_masked_garbage(k, mask)
@@ -90,49 +123,94 @@ def _attend(mha: MultiHeadAttention, q, k, v, mask=None):
 
 
 def _with_cache(cache: dict, k: torch.Tensor, v: torch.Tensor):
-    """The cached keys and values (B, h, t, d_k) followed by the new position's, without changing
-    ``cache``; an empty cache gives (k, v). A cache of another batch, heads, head size or dtype,
-    or one without both entries, gets a clear error."""
+    """The cached keys and values (B, h, t, d_k) followed by the new
+    position's, without changing ``cache``; an empty cache gives (k, v). A
+    cache of another batch, heads, head size or dtype, or one without both
+    entries, gets a clear error."""
     if not isinstance(cache, dict):
-        raise TypeError(f"cache must be a dict (empty at the first step), got {type(cache).__name__}")
+        raise TypeError(
+            "cache must be a dict (empty at the first step), got "
+            f"{type(cache).__name__}"
+        )
     if not cache:
         return k, v
     if set(cache) != {"keys", "values"}:
-        raise ValueError(f"cache must hold exactly 'keys' and 'values' (or nothing), got {sorted(cache)}")
-    for name, cached, new in (("keys", cache["keys"], k), ("values", cache["values"], v)):
+        raise ValueError(
+            "cache must hold exactly 'keys' and 'values' (or nothing), got "
+            f"{sorted(cache)}"
+        )
+    for name, cached, new in (
+        ("keys", cache["keys"], k),
+        ("values", cache["values"], v),
+    ):
         require_tensor(f'cache["{name}"]', cached)
-        if cached.dim() != 4 or cached.shape[:2] != new.shape[:2] or cached.shape[-1] != new.shape[-1] \
-                or cached.dtype != new.dtype or cached.device != new.device:
+        if (
+            cached.dim() != 4
+            or cached.shape[:2] != new.shape[:2]
+            or cached.shape[-1] != new.shape[-1]
+            or cached.dtype != new.dtype
+            or cached.device != new.device
+        ):
             raise ValueError(
-                f'cache["{name}"] must be (B, h, t, d_k) = ({new.shape[0]}, {new.shape[1]}, t, {new.shape[-1]}) '
-                f"of {new.dtype} on {new.device}, as this step's; got {tuple(cached.shape)} of {cached.dtype} "
+                f'cache["{name}"] must be (B, h, t, d_k) = '
+                f"({new.shape[0]}, {new.shape[1]}, t, {new.shape[-1]}) "
+                f"of {new.dtype} on {new.device}, as this step's; got "
+                f"{tuple(cached.shape)} of {cached.dtype} "
                 f"on {cached.device} (a cache from another batch or model?)"
             )
     if cache["keys"].shape[-2] != cache["values"].shape[-2]:
-        raise ValueError(f'cache holds {cache["keys"].shape[-2]} keys but {cache["values"].shape[-2]} values')
-    return torch.cat([cache["keys"], k], dim=-2), torch.cat([cache["values"], v], dim=-2)
+        raise ValueError(
+            f"cache holds {cache['keys'].shape[-2]} keys but "
+            f"{cache['values'].shape[-2]} values"
+        )
+    return torch.cat([cache["keys"], k], dim=-2), torch.cat(
+        [cache["values"], v], dim=-2
+    )
 
 
 def _check_step_heads(mha: MultiHeadAttention, q, k, v) -> None:
-    """What ``_attend`` (the cached step) needs: one new position, keys and values of the same
-    batch, heads and head size, and the dtype of the queries (e.g. ``memory_keys_values`` of
-    another memory, or a cache of another batch, gets a clear error)."""
-    if (isinstance(k, torch.Tensor) and isinstance(v, torch.Tensor) and q.dtype == k.dtype == v.dtype
-            and q.dim() == k.dim() == v.dim() == 4 and q.shape[-2] == 1 and k.shape[-2] == v.shape[-2]
-            and q.shape[:2] == k.shape[:2] == v.shape[:2] and q.shape[-1] == k.shape[-1] == v.shape[-1]):
-        return  # the usual case, decided in a few microseconds (a step runs thousands of times)
+    """What ``_attend`` (the cached step) needs: one new position, keys and
+    values of the same batch, heads and head size, and the dtype of the
+    queries (e.g. ``memory_keys_values`` of another memory, or a cache of
+    another batch, gets a clear error)."""
+    if (
+        isinstance(k, torch.Tensor)
+        and isinstance(v, torch.Tensor)
+        and q.dtype == k.dtype == v.dtype
+        and q.dim() == k.dim() == v.dim() == 4
+        and q.shape[-2] == 1
+        and k.shape[-2] == v.shape[-2]
+        and q.shape[:2] == k.shape[:2] == v.shape[:2]
+        and q.shape[-1] == k.shape[-1] == v.shape[-1]
+    ):
+        # the usual case, decided in a few microseconds (a step runs thousands
+        # of times)
+        return
     if q.shape[-2] != 1:
-        raise ValueError(f"step takes the new position only: x must be (B, 1, embed_dim), got {q.shape[-2]} positions")
+        raise ValueError(
+            "step takes the new position only: x must be (B, 1, embed_dim), "
+            f"got {q.shape[-2]} positions"
+        )
     for name, tensor in (("keys", k), ("values", v)):
         require_tensor(f"memory_kv {name}", tensor)
-        if tensor.dim() != 4 or tensor.shape[:2] != q.shape[:2] or tensor.shape[-1] != q.shape[-1]:
+        if (
+            tensor.dim() != 4
+            or tensor.shape[:2] != q.shape[:2]
+            or tensor.shape[-1] != q.shape[-1]
+        ):
             raise ValueError(
-                f"{name} must be (B, h, n, d_k) = ({q.shape[0]}, {mha.num_heads}, n, {q.shape[-1]}), got "
-                f"{tuple(tensor.shape)} (memory_kv from memory_keys_values of this batch's memory, and a cache of "
+                f"{name} must be (B, h, n, d_k) = ({q.shape[0]}, "
+                f"{mha.num_heads}, n, {q.shape[-1]}), got "
+                f"{tuple(tensor.shape)} (memory_kv from memory_keys_values of "
+                "this batch's memory, and a cache of "
                 f"this batch)"
             )
-        require_same_dtype(queries=q, **{name: tensor})  # q has the module's dtype (projected by it)
-    require_same_size("number of keys and values", "keys", k.shape[-2], "values", v.shape[-2])
+        require_same_dtype(
+            queries=q, **{name: tensor}
+        )  # q has the module's dtype (projected by it)
+    require_same_size(
+        "number of keys and values", "keys", k.shape[-2], "values", v.shape[-2]
+    )
 
 
 def _check_mask(name: str, mask, n_q: int, n_k: int) -> None:
@@ -141,26 +219,35 @@ def _check_mask(name: str, mask, n_q: int, n_k: int) -> None:
     require_tensor(name, mask)
     if mask.dim() == 2 and tuple(mask.shape) != (n_q, n_k):
         raise ValueError(
-            f"a 2-D {name} must be (n_q, n_k) = ({n_q}, {n_k}), got {tuple(mask.shape)}; for a key-padding "
+            f"a 2-D {name} must be (n_q, n_k) = ({n_q}, {n_k}), got "
+            f"{tuple(mask.shape)}; for a key-padding "
             f"mask keep of shape (B, n_k) pass keep[:, None, None, :]"
         )
 
 
 class TransformerDecoderBlock(nn.Module):
-    """One post-norm Transformer decoder block: masked self-attention, cross-attention, FFN.
+    """One post-norm Transformer decoder block: masked self-attention,
+    cross-attention, FFN.
 
     x: (B, n, embed_dim) the decoder's inputs (target tokens so far);
     memory: (B, n_src, embed_dim) the encoder's output.
-    self_mask: boolean, True = keep, broadcastable to the self-attention weights
-    (B, num_heads, n, n); usually ``causal_mask(n)``.
-    memory_mask: boolean, True = keep, broadcastable to the cross-attention weights
-    (B, num_heads, n, n_src); a key-padding mask ``keep`` (B, n_src) is passed as
-    ``keep[:, None, None, :]``.
-    Sub-modules: ``self_attn``, ``cross_attn`` (attnbook.MultiHeadAttention), ``norm1``,
-    ``norm2``, ``norm3`` (LayerNorm), ``ffn`` (PositionWiseFFN with ``linear1``, ``linear2``).
+    self_mask: boolean, True = keep, broadcastable to the self-attention
+    weights (B, num_heads, n, n); usually ``causal_mask(n)``.
+    memory_mask: boolean, True = keep, broadcastable to the cross-attention
+    weights (B, num_heads, n, n_src); a key-padding mask ``keep`` (B, n_src) is
+    passed as ``keep[:, None, None, :]``. Sub-modules: ``self_attn``,
+    ``cross_attn`` (attnbook.MultiHeadAttention), ``norm1``, ``norm2``,
+    ``norm3`` (LayerNorm), ``ffn`` (PositionWiseFFN with ``linear1``,
+    ``linear2``).
     """
 
-    def __init__(self, embed_dim: int, num_heads: int, ffn_hidden: int, dropout: float = 0.0):
+    def __init__(
+        self,
+        embed_dim: int,
+        num_heads: int,
+        ffn_hidden: int,
+        dropout: float = 0.0,
+    ):
         super().__init__()
         require_int("embed_dim", embed_dim)
         require_int("num_heads", num_heads)
@@ -188,66 +275,131 @@ class TransformerDecoderBlock(nn.Module):
         for name, tensor in (("x", x), ("memory", memory)):
             require_float(name, tensor)
             if tensor.dim() != 3:
-                raise ValueError(f"{name} must have shape (B, n, embed_dim), got {tuple(tensor.shape)}")
-            require_same_size("feature size", name, tensor.shape[-1], "embed_dim", self.embed_dim)
-        require_same_size("batch size", "x", x.shape[0], "memory", memory.shape[0])
+                raise ValueError(
+                    f"{name} must have shape (B, n, embed_dim), got "
+                    f"{tuple(tensor.shape)}"
+                )
+            require_same_size(
+                "feature size",
+                name,
+                tensor.shape[-1],
+                "embed_dim",
+                self.embed_dim,
+            )
+        require_same_size(
+            "batch size", "x", x.shape[0], "memory", memory.shape[0]
+        )
         _check_mask("self_mask", self_mask, x.shape[1], x.shape[1])
         _check_mask("memory_mask", memory_mask, x.shape[1], memory.shape[1])
 
-    def forward(self, x: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor | None = None,
-                memory_mask: torch.Tensor | None = None, return_weights: bool = False):
-        """Returns y (B, n, embed_dim), or (y, self_weights (B, h, n, n), cross_weights (B, h, n, n_src))
-        if ``return_weights`` is True."""
+    def forward(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor,
+        self_mask: torch.Tensor | None = None,
+        memory_mask: torch.Tensor | None = None,
+        return_weights: bool = False,
+    ):
+        """Returns y (B, n, embed_dim), or (y, self_weights (B, h, n, n),
+        cross_weights (B, h, n, n_src)) if ``return_weights`` is True."""
         self._check(x, memory, self_mask, memory_mask)
         attended, self_weights = self.self_attn(x, x, x, mask=self_mask)
         x = self.norm1(x + self.dropout1(attended))
-        read, cross_weights = self.cross_attn(x, memory, memory, mask=memory_mask)
+        read, cross_weights = self.cross_attn(
+            x, memory, memory, mask=memory_mask
+        )
         x = self.norm2(x + self.dropout2(read))
         x = self.norm3(x + self.dropout3(self.ffn(x)))
         return (x, self_weights, cross_weights) if return_weights else x
 
     def memory_keys_values(self, memory: torch.Tensor):
-        """The cross-attention keys and values of ``memory`` (B, n_src, E), each (B, h, n_src, d_k).
+        """The cross-attention keys and values of ``memory`` (B, n_src, E),
+        each (B, h, n_src, d_k).
 
-        They depend on the encoder's output only, so generation computes them once.
+        They depend on the encoder's output only, so generation computes them
+        once.
         """
         require_float("memory", memory)
         if memory.dim() != 3:
-            raise ValueError(f"memory must have shape (B, n_src, embed_dim), got {tuple(memory.shape)}")
-        require_same_size("feature size", "memory", memory.shape[-1], "embed_dim", self.embed_dim)
+            raise ValueError(
+                "memory must have shape (B, n_src, embed_dim), got "
+                f"{tuple(memory.shape)}"
+            )
+        require_same_size(
+            "feature size",
+            "memory",
+            memory.shape[-1],
+            "embed_dim",
+            self.embed_dim,
+        )
         require_module_dtype(self, memory=memory)
         return _project_keys_values(self.cross_attn, memory)
 
-    def step(self, x: torch.Tensor, cache: dict, memory_kv, memory_mask: torch.Tensor | None = None):
+    def step(
+        self,
+        x: torch.Tensor,
+        cache: dict,
+        memory_kv,
+        memory_mask: torch.Tensor | None = None,
+    ):
         """One generation step with a key-value cache.
 
         x: (B, 1, E) the block's input at the new position only.
-        cache: dict, empty at the first step; ``cache["keys"]``, ``cache["values"]``
-        (B, h, t, d_k) hold the self-attention keys and values of the t earlier
-        positions and gain the new position's (updated in place).
-        memory_kv: ``memory_keys_values(memory)``; memory_mask as in ``forward``
-        (a key-padding mask (B, 1, 1, n_src)).
-        Returns (y (B, 1, E), self_weights (B, h, 1, t + 1), cross_weights (B, h, 1, n_src)).
-        No causal mask is needed: the cache holds the past only. Generation runs in eval
-        mode, so no dropout is applied.
+        cache: dict, empty at the first step; ``cache["keys"]``,
+        ``cache["values"]`` (B, h, t, d_k) hold the self-attention keys and
+        values of the t earlier positions and gain the new position's (updated
+        in place).
+        memory_kv: ``memory_keys_values(memory)``; memory_mask as in
+        ``forward`` (a key-padding mask (B, 1, 1, n_src)). Returns (y (B, 1,
+        E), self_weights (B, h, 1, t + 1), cross_weights (B, h, 1, n_src)). No
+        causal mask is needed: the cache holds the past only. Generation runs
+        in eval mode, so no dropout is applied.
         """
-        if memory_mask is not None:  # the check forward's MultiHeadAttention makes: no (B, 1, n_src) masks
-            require_multihead_mask(memory_mask, tuple(x.shape[:1]), self.num_heads, 1, memory_kv[0].shape[-2],
-                                   name="memory_mask")
-        q, k, v = (split_heads(t, self.num_heads) for t in self.self_attn.project(x, x, x))
-        k, v = _with_cache(cache, k, v)  # the cached positions, then the new one
+        # the check forward's MultiHeadAttention makes: no (B, 1, n_src) masks
+        if memory_mask is not None:
+            require_multihead_mask(
+                memory_mask,
+                tuple(x.shape[:1]),
+                self.num_heads,
+                1,
+                memory_kv[0].shape[-2],
+                name="memory_mask",
+            )
+        q, k, v = (
+            split_heads(t, self.num_heads)
+            for t in self.self_attn.project(x, x, x)
+        )
+        k, v = _with_cache(
+            cache, k, v
+        )  # the cached positions, then the new one
         attended, self_weights = _attend(self.self_attn, q, k, v)
         x = self.norm1(x + attended)
-        read, cross_weights = _attend(self.cross_attn, _project_query(self.cross_attn, x), *memory_kv, memory_mask)
+        read, cross_weights = _attend(
+            self.cross_attn,
+            _project_query(self.cross_attn, x),
+            *memory_kv,
+            memory_mask,
+        )
         x = self.norm2(x + read)
         x = self.norm3(x + self.ffn(x))
-        cache["keys"], cache["values"] = k, v  # only now: a refused step leaves the cache as it was
+        cache["keys"], cache["values"] = (
+            k,
+            v,
+        )  # only now: a refused step leaves the cache as it was
         return x, self_weights, cross_weights
 
     @torch.no_grad()
-    def load_torch_weights(self, layer: nn.TransformerDecoderLayer) -> "TransformerDecoderBlock":
-        """Copy the parameters of a post-norm, ReLU ``torch.nn.TransformerDecoderLayer`` of the same sizes."""
-        norms = check_torch_layer(self, layer, nn.TransformerDecoderLayer, ("norm1", "norm2", "norm3"))
+    def load_torch_weights(
+        self, layer: nn.TransformerDecoderLayer
+    ) -> "TransformerDecoderBlock":
+        """Copy the parameters of a post-norm, ReLU
+        ``torch.nn.TransformerDecoderLayer`` of the same sizes."""
+        norms = check_torch_layer(
+            self,
+            layer,
+            nn.TransformerDecoderLayer,
+            ("norm1", "norm2", "norm3"),
+        )
         for norm, theirs_norm in norms:
             norm.load_state_dict(theirs_norm.state_dict())
         self.self_attn.load_torch_weights(layer.self_attn)
@@ -258,36 +410,74 @@ class TransformerDecoderBlock(nn.Module):
 
 
 class TransformerDecoder(nn.Module):
-    """A stack of ``num_layers`` decoder blocks; each reads the same ``memory``.
+    """A stack of ``num_layers`` decoder blocks; each reads the same
+    ``memory``.
 
     x: (B, n, E) embedded target tokens; memory: (B, n_src, E); masks as in
-    ``TransformerDecoderBlock``. Returns y (B, n, E), or with ``return_weights``
-    (y, self_weights (L, B, h, n, n), cross_weights (L, B, h, n, n_src)).
+    ``TransformerDecoderBlock``. Returns y (B, n, E), or with
+    ``return_weights`` (y, self_weights (L, B, h, n, n), cross_weights (L, B,
+    h, n, n_src)).
     """
 
-    def __init__(self, embed_dim: int, num_heads: int, ffn_hidden: int, num_layers: int, dropout: float = 0.0):
+    def __init__(
+        self,
+        embed_dim: int,
+        num_heads: int,
+        ffn_hidden: int,
+        num_layers: int,
+        dropout: float = 0.0,
+    ):
         super().__init__()
         require_int("num_layers", num_layers)
         self.blocks = nn.ModuleList(
-            TransformerDecoderBlock(embed_dim, num_heads, ffn_hidden, dropout) for _ in range(num_layers)
+            TransformerDecoderBlock(embed_dim, num_heads, ffn_hidden, dropout)
+            for _ in range(num_layers)
         )
 
-    def forward(self, x, memory, self_mask=None, memory_mask=None, return_weights: bool = False):
+    def forward(
+        self,
+        x,
+        memory,
+        self_mask=None,
+        memory_mask=None,
+        return_weights: bool = False,
+    ):
         self_weights, cross_weights = [], []
         for block in self.blocks:
-            x, s, c = block(x, memory, self_mask, memory_mask, return_weights=True)
+            x, s, c = block(
+                x, memory, self_mask, memory_mask, return_weights=True
+            )
             self_weights.append(s)
             cross_weights.append(c)
-        return (x, torch.stack(self_weights), torch.stack(cross_weights)) if return_weights else x
+        return (
+            (x, torch.stack(self_weights), torch.stack(cross_weights))
+            if return_weights
+            else x
+        )
 
     @torch.no_grad()
-    def load_torch_weights(self, decoder: nn.TransformerDecoder) -> "TransformerDecoder":
-        """Copy a ``torch.nn.TransformerDecoder`` (without a final norm) layer by layer."""
+    def load_torch_weights(
+        self, decoder: nn.TransformerDecoder
+    ) -> "TransformerDecoder":
+        """Copy a ``torch.nn.TransformerDecoder`` (without a final norm)
+        layer by layer."""
         if not isinstance(decoder, nn.TransformerDecoder):
-            raise TypeError(f"expected torch.nn.TransformerDecoder, got {type(decoder).__name__}")
+            raise TypeError(
+                "expected torch.nn.TransformerDecoder, got "
+                f"{type(decoder).__name__}"
+            )
         if decoder.norm is not None:
-            raise ValueError("torch decoder has a final norm; this stack has none (post-norm blocks end normalized)")
-        require_same_size("number of layers", "torch decoder", len(decoder.layers), "this stack", len(self.blocks))
+            raise ValueError(
+                "torch decoder has a final norm; this stack has none "
+                "(post-norm blocks end normalized)"
+            )
+        require_same_size(
+            "number of layers",
+            "torch decoder",
+            len(decoder.layers),
+            "this stack",
+            len(self.blocks),
+        )
         for block, layer in zip(self.blocks, decoder.layers):
             block.load_torch_weights(layer)
         return self
@@ -296,126 +486,245 @@ class TransformerDecoder(nn.Module):
 class EncoderDecoderTransformer(nn.Module):
     """An encoder-decoder Transformer for sequence-to-sequence tasks.
 
-    Encoder: token embeddings + sinusoidal positions + ``TransformerEncoder`` blocks.
-    Decoder: target embeddings + sinusoidal positions + ``TransformerDecoder`` blocks
-    (causal self-attention, cross-attention on the encoder's output), then a linear
-    output layer to ``tgt_vocab_size`` scores. Target id ``bos`` starts generation,
-    ``eos`` ends it, ``pad`` (0) fills padded source positions.
+    Encoder: token embeddings + sinusoidal positions + ``TransformerEncoder``
+    blocks. Decoder: target embeddings + sinusoidal positions +
+    ``TransformerDecoder`` blocks (causal self-attention, cross-attention on
+    the encoder's output), then a linear output layer to ``tgt_vocab_size``
+    scores. Target id ``bos`` starts generation, ``eos`` ends it, ``pad`` (0)
+    fills padded source positions.
     """
 
-    def __init__(self, src_vocab_size: int, tgt_vocab_size: int, embed_dim: int = 64, num_heads: int = 4,
-                 ffn_hidden: int = 128, num_encoder_layers: int = 2, num_decoder_layers: int = 2,
-                 max_src_len: int = 64, max_tgt_len: int = 64, dropout: float = 0.0, bos: int = 1, eos: int = 2):
+    def __init__(
+        self,
+        src_vocab_size: int,
+        tgt_vocab_size: int,
+        embed_dim: int = 64,
+        num_heads: int = 4,
+        ffn_hidden: int = 128,
+        num_encoder_layers: int = 2,
+        num_decoder_layers: int = 2,
+        max_src_len: int = 64,
+        max_tgt_len: int = 64,
+        dropout: float = 0.0,
+        bos: int = 1,
+        eos: int = 2,
+    ):
         super().__init__()
-        # Every size is checked before the first module draws its initial weights (a refused
-        # call leaves torch's global random state as it found it).
-        for name, value in (("src_vocab_size", src_vocab_size), ("tgt_vocab_size", tgt_vocab_size),
-                            ("embed_dim", embed_dim), ("num_heads", num_heads), ("ffn_hidden", ffn_hidden),
-                            ("num_encoder_layers", num_encoder_layers), ("num_decoder_layers", num_decoder_layers),
-                            ("max_src_len", max_src_len), ("max_tgt_len", max_tgt_len)):
+        # Every size is checked before the first module draws its initial
+        # weights (a refused call leaves torch's global random state as it
+        # found it).
+        for name, value in (
+            ("src_vocab_size", src_vocab_size),
+            ("tgt_vocab_size", tgt_vocab_size),
+            ("embed_dim", embed_dim),
+            ("num_heads", num_heads),
+            ("ffn_hidden", ffn_hidden),
+            ("num_encoder_layers", num_encoder_layers),
+            ("num_decoder_layers", num_decoder_layers),
+            ("max_src_len", max_src_len),
+            ("max_tgt_len", max_tgt_len),
+        ):
             require_int(name, value)
         if embed_dim % num_heads:
-            raise ValueError(f"embed_dim ({embed_dim}) must be divisible by num_heads ({num_heads})")
+            raise ValueError(
+                f"embed_dim ({embed_dim}) must be divisible by num_heads ("
+                f"{num_heads})"
+            )
         _require_dropout(dropout)
         for name, value in (("bos", bos), ("eos", eos)):
             require_int(name, value, minimum=0)
-        self.encoder = TransformerEncoder(src_vocab_size, embed_dim, num_heads, ffn_hidden, num_encoder_layers,
-                                          max_len=max_src_len, dropout=dropout)
+        self.encoder = TransformerEncoder(
+            src_vocab_size,
+            embed_dim,
+            num_heads,
+            ffn_hidden,
+            num_encoder_layers,
+            max_len=max_src_len,
+            dropout=dropout,
+        )
         self.tgt_vocab_size = require_int("tgt_vocab_size", tgt_vocab_size)
         self.tgt_embedding = nn.Embedding(tgt_vocab_size, embed_dim)
-        self.tgt_positions = PositionalEncoding(embed_dim, require_int("max_tgt_len", max_tgt_len), dropout)
-        self.decoder = TransformerDecoder(embed_dim, num_heads, ffn_hidden, num_decoder_layers, dropout)
+        self.tgt_positions = PositionalEncoding(
+            embed_dim, require_int("max_tgt_len", max_tgt_len), dropout
+        )
+        self.decoder = TransformerDecoder(
+            embed_dim, num_heads, ffn_hidden, num_decoder_layers, dropout
+        )
         self.output = nn.Linear(embed_dim, tgt_vocab_size)
-        self.bos, self.eos = require_int("bos", bos, minimum=0), require_int("eos", eos, minimum=0)
-        self.config = dict(src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size, embed_dim=embed_dim,
-                           num_heads=num_heads, ffn_hidden=ffn_hidden, num_encoder_layers=num_encoder_layers,
-                           num_decoder_layers=num_decoder_layers, max_src_len=max_src_len,
-                           max_tgt_len=max_tgt_len, dropout=dropout, bos=bos, eos=eos)
+        self.bos, self.eos = (
+            require_int("bos", bos, minimum=0),
+            require_int("eos", eos, minimum=0),
+        )
+        self.config = dict(
+            src_vocab_size=src_vocab_size,
+            tgt_vocab_size=tgt_vocab_size,
+            embed_dim=embed_dim,
+            num_heads=num_heads,
+            ffn_hidden=ffn_hidden,
+            num_encoder_layers=num_encoder_layers,
+            num_decoder_layers=num_decoder_layers,
+            max_src_len=max_src_len,
+            max_tgt_len=max_tgt_len,
+            dropout=dropout,
+            bos=bos,
+            eos=eos,
+        )
 
-    def encode(self, src: torch.Tensor, src_lens=None, return_weights: bool = False):
-        """src (B, n_src) ids, src_lens (B,) or None -> (memory (B, n_src, E), memory_mask (B, 1, 1, n_src) or None)
-        [, encoder weights (L, B, h, n_src, n_src)]."""
+    def encode(
+        self, src: torch.Tensor, src_lens=None, return_weights: bool = False
+    ):
+        """src (B, n_src) ids, src_lens (B,) or None -> (memory (B, n_src,
+        E), memory_mask (B, 1, 1, n_src) or None) [, encoder weights (L, B,
+        h, n_src, n_src)]."""
         memory, weights = self.encoder(src, src_lens, return_weights=True)
         mask = None
         if src_lens is not None:
             src_lens = torch.as_tensor(src_lens, device=src.device)
-            mask = (torch.arange(src.shape[1], device=src.device) < src_lens[:, None])[:, None, None, :]
+            mask = (
+                torch.arange(src.shape[1], device=src.device)
+                < src_lens[:, None]
+            )[:, None, None, :]
         return (memory, mask, weights) if return_weights else (memory, mask)
 
     def embed_target(self, tgt: torch.Tensor, start: int = 0) -> torch.Tensor:
-        """tgt (B, n) ids at positions start..start+n-1 -> (B, n, E): embeddings + sinusoidal positions."""
+        """tgt (B, n) ids at positions start..start+n-1 -> (B, n, E):
+        embeddings + sinusoidal positions."""
         require_tensor("tgt", tgt)
-        if tgt.is_floating_point() or tgt.dtype == torch.bool or tgt.dim() != 2:
-            raise ValueError(f"tgt must be (B, n) integer ids, got {tgt.dtype} of shape {tuple(tgt.shape)}")
+        if (
+            tgt.is_floating_point()
+            or tgt.dtype == torch.bool
+            or tgt.dim() != 2
+        ):
+            raise ValueError(
+                f"tgt must be (B, n) integer ids, got {tgt.dtype} of shape "
+                f"{tuple(tgt.shape)}"
+            )
         if tgt.numel() and (tgt.min() < 0 or tgt.max() >= self.tgt_vocab_size):
-            raise ValueError(f"target ids must be in [0, {self.tgt_vocab_size})")
+            raise ValueError(
+                f"target ids must be in [0, {self.tgt_vocab_size})"
+            )
         require_int("start", start, minimum=0)
         end = start + tgt.shape[1]
         if end > self.tgt_positions.max_len:
-            raise ValueError(f"target position {end} exceeds max_tgt_len {self.tgt_positions.max_len}")
+            raise ValueError(
+                f"target position {end} exceeds max_tgt_len "
+                f"{self.tgt_positions.max_len}"
+            )
         return self._embed(tgt, start)
 
     def _embed(self, tgt: torch.Tensor, start: int = 0) -> torch.Tensor:
-        """``embed_target`` without the input checks (generation feeds it its own argmax ids)."""
-        return self.tgt_positions.dropout(self.tgt_embedding(tgt) + self.tgt_positions.encoding[start:start + tgt.shape[1]])
+        """``embed_target`` without the input checks (generation feeds it
+        its own argmax ids)."""
+        return self.tgt_positions.dropout(
+            self.tgt_embedding(tgt)
+            + self.tgt_positions.encoding[start : start + tgt.shape[1]]
+        )
 
-    def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, memory_mask=None, return_weights: bool = False):
-        """Teacher forcing: every target position in one pass under the causal mask.
+    def decode(
+        self,
+        tgt_in: torch.Tensor,
+        memory: torch.Tensor,
+        memory_mask=None,
+        return_weights: bool = False,
+    ):
+        """Teacher forcing: every target position in one pass under the causal
+        mask.
 
-        tgt_in (B, n) = BOS + the target shifted right -> logits (B, n, tgt_vocab_size)
-        [, self_weights (L, B, h, n, n), cross_weights (L, B, h, n, n_src)].
+        tgt_in (B, n) = BOS + the target shifted right -> logits (B, n,
+        tgt_vocab_size) [, self_weights (L, B, h, n, n), cross_weights (L, B,
+        h, n, n_src)].
         """
         x = self.embed_target(tgt_in)
-        out = self.decoder(x, memory, causal_mask(tgt_in.shape[1], tgt_in.device), memory_mask,
-                           return_weights=return_weights)
+        out = self.decoder(
+            x,
+            memory,
+            causal_mask(tgt_in.shape[1], tgt_in.device),
+            memory_mask,
+            return_weights=return_weights,
+        )
         if return_weights:
             return (self.output(out[0]), out[1], out[2])
         return self.output(out)
 
-    def forward(self, src: torch.Tensor, src_lens, tgt_in: torch.Tensor) -> torch.Tensor:
-        """src (B, n_src), src_lens (B,), tgt_in (B, n) -> logits (B, n, tgt_vocab_size)."""
+    def forward(
+        self, src: torch.Tensor, src_lens, tgt_in: torch.Tensor
+    ) -> torch.Tensor:
+        """src (B, n_src), src_lens (B,), tgt_in (B, n) -> logits (B, n,
+        tgt_vocab_size)."""
         memory, mask = self.encode(src, src_lens)
         return self.decode(tgt_in, memory, mask)
 
     @torch.inference_mode()
-    def generate(self, src: torch.Tensor, src_lens=None, max_len: int = 16, use_cache: bool = True,
-                 stop_at_eos: bool = True, return_weights: bool = False):
-        """Greedy decoding: start from BOS, append the most probable token, repeat.
+    def generate(
+        self,
+        src: torch.Tensor,
+        src_lens=None,
+        max_len: int = 16,
+        use_cache: bool = True,
+        stop_at_eos: bool = True,
+        return_weights: bool = False,
+    ):
+        """Greedy decoding: start from BOS, append the most probable token,
+        repeat.
 
-        src (B, n_src), src_lens (B,) or None. Generates up to ``max_len`` tokens; with
-        ``stop_at_eos`` it stops once every sequence has produced EOS (later tokens of
-        a finished sequence are set to EOS). Returns tokens (B, T) without the BOS, and with
-        ``return_weights`` also cross_weights (L, B, h, T, n_src) of every step.
-        ``use_cache=False`` re-runs the decoder over the whole prefix at each step;
-        ``use_cache=True`` keeps each layer's self-attention keys and values and computes
-        the memory's cross-attention keys and values once: the same tokens, far less work.
+        src (B, n_src), src_lens (B,) or None. Generates up to ``max_len``
+        tokens; with ``stop_at_eos`` it stops once every sequence has produced
+        EOS (later tokens of a finished sequence are set to EOS). Returns
+        tokens (B, T) without the BOS, and with ``return_weights`` also
+        cross_weights (L, B, h, T, n_src) of every step. ``use_cache=False``
+        re-runs the decoder over the whole prefix at each step;
+        ``use_cache=True`` keeps each layer's self-attention keys and values
+        and computes the memory's cross-attention keys and values once: the
+        same tokens, far less work.
         """
         require_int("max_len", max_len)
-        if max_len > self.tgt_positions.max_len:  # step t reads target position t (BOS is position 0)
-            raise ValueError(f"max_len ({max_len}) must be at most max_tgt_len ({self.tgt_positions.max_len}): "
-                             f"the decoder has no positional encoding beyond that")
-        for name, flag in (("use_cache", use_cache), ("stop_at_eos", stop_at_eos), ("return_weights", return_weights)):
+        if (
+            max_len > self.tgt_positions.max_len
+        ):  # step t reads target position t (BOS is position 0)
+            raise ValueError(
+                f"max_len ({max_len}) must be at most max_tgt_len ("
+                f"{self.tgt_positions.max_len}): "
+                f"the decoder has no positional encoding beyond that"
+            )
+        for name, flag in (
+            ("use_cache", use_cache),
+            ("stop_at_eos", stop_at_eos),
+            ("return_weights", return_weights),
+        ):
             require_flag(name, flag)
         memory, mask = self.encode(src, src_lens)
         batch = src.shape[0]
-        tokens = torch.full((batch, 1), self.bos, dtype=torch.long, device=src.device)
+        tokens = torch.full(
+            (batch, 1), self.bos, dtype=torch.long, device=src.device
+        )
         finished = torch.zeros(batch, dtype=torch.bool, device=src.device)
         steps_weights = []
         if use_cache:
             caches = [{} for _ in self.decoder.blocks]
-            memory_kv = [block.memory_keys_values(memory) for block in self.decoder.blocks]
+            memory_kv = [
+                block.memory_keys_values(memory)
+                for block in self.decoder.blocks
+            ]
         for t in range(max_len):
             if use_cache:
                 x = self._embed(tokens[:, -1:], start=t)
                 cross = []
-                for block, cache, kv in zip(self.decoder.blocks, caches, memory_kv):
+                for block, cache, kv in zip(
+                    self.decoder.blocks, caches, memory_kv
+                ):
                     x, _, c = block.step(x, cache, kv, mask)
                     cross.append(c)
                 logits = self.output(x[:, -1])
                 cross = torch.stack(cross)  # (L, B, h, 1, n_src)
             else:
                 x = self._embed(tokens)
-                x, _, cross = self.decoder(x, memory, causal_mask(t + 1, src.device), mask, return_weights=True)
+                x, _, cross = self.decoder(
+                    x,
+                    memory,
+                    causal_mask(t + 1, src.device),
+                    mask,
+                    return_weights=True,
+                )
                 logits = self.output(x[:, -1])
                 cross = cross[..., -1:, :]
             next_token = logits.argmax(dim=-1)
@@ -428,4 +737,6 @@ class EncoderDecoderTransformer(nn.Module):
                 if finished.all():
                     break
         out = tokens[:, 1:]
-        return (out, torch.cat(steps_weights, dim=-2)) if return_weights else out
+        return (
+            (out, torch.cat(steps_weights, dim=-2)) if return_weights else out
+        )

@@ -1,8 +1,9 @@
 """Multi-head attention, written out so every step can be read and checked.
 
 project -> split heads -> scaled dot-product attention per head -> merge heads
--> output projection. Parameters are laid out as in ``torch.nn.MultiheadAttention``
-(one stacked input projection, then ``out_proj``), so its weights load directly.
+-> output projection. Parameters are laid out as in
+``torch.nn.MultiheadAttention`` (one stacked input projection, then
+``out_proj``), so its weights load directly.
 """
 
 import torch
@@ -26,9 +27,14 @@ def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
     require_tensor("x", x)
     require_dim("num_heads", num_heads)
     if x.dim() < 2:
-        raise ValueError(f"x needs shape (..., n, num_heads * d_head), got {tuple(x.shape)}")
+        raise ValueError(
+            f"x needs shape (..., n, num_heads * d_head), got {tuple(x.shape)}"
+        )
     if x.shape[-1] % num_heads:
-        raise ValueError(f"the feature size {x.shape[-1]} of x is not divisible by num_heads = {num_heads}")
+        raise ValueError(
+            f"the feature size {x.shape[-1]} of x is not divisible by "
+            f"num_heads = {num_heads}"
+        )
     return x.unflatten(-1, (num_heads, -1)).transpose(-3, -2)
 
 
@@ -36,7 +42,9 @@ def merge_heads(x: torch.Tensor) -> torch.Tensor:
     """(..., num_heads, n, d_head) -> (..., n, num_heads * d_head)."""
     require_tensor("x", x)
     if x.dim() < 3:
-        raise ValueError(f"x needs shape (..., num_heads, n, d_head), got {tuple(x.shape)}")
+        raise ValueError(
+            f"x needs shape (..., num_heads, n, d_head), got {tuple(x.shape)}"
+        )
     return x.transpose(-3, -2).flatten(-2)
 
 
@@ -44,9 +52,10 @@ class MultiHeadAttention(nn.Module):
     """Multi-head scaled dot-product attention (the Transformer's).
 
     embed_dim must be divisible by num_heads; each head works in
-    d_head = embed_dim / num_heads dimensions and scales its scores by 1/sqrt(d_head).
-    Parameters: ``in_proj_weight`` (3 * embed_dim, embed_dim) stacking W_q, W_k, W_v;
-    ``in_proj_bias`` (3 * embed_dim) if bias; ``out_proj`` (embed_dim -> embed_dim).
+    d_head = embed_dim / num_heads dimensions and scales its scores by
+    1/sqrt(d_head). Parameters: ``in_proj_weight`` (3 * embed_dim, embed_dim)
+    stacking W_q, W_k, W_v; ``in_proj_bias`` (3 * embed_dim) if bias;
+    ``out_proj`` (embed_dim -> embed_dim).
     """
 
     def __init__(self, embed_dim: int, num_heads: int, bias: bool = True):
@@ -56,11 +65,18 @@ class MultiHeadAttention(nn.Module):
                 raise TypeError(f"{name} must be an int, got {size!r}")
         require_dim("embed_dim", embed_dim)
         if num_heads < 1 or embed_dim % num_heads != 0:
-            raise ValueError(f"embed_dim ({embed_dim}) must be divisible by num_heads ({num_heads})")
+            raise ValueError(
+                f"embed_dim ({embed_dim}) must be divisible by num_heads ("
+                f"{num_heads})"
+            )
         self.embed_dim, self.num_heads = embed_dim, num_heads
         self.head_dim = embed_dim // num_heads
-        self.in_proj_weight = nn.Parameter(torch.empty(3 * embed_dim, embed_dim))
-        self.in_proj_bias = nn.Parameter(torch.zeros(3 * embed_dim)) if bias else None
+        self.in_proj_weight = nn.Parameter(
+            torch.empty(3 * embed_dim, embed_dim)
+        )
+        self.in_proj_bias = (
+            nn.Parameter(torch.zeros(3 * embed_dim)) if bias else None
+        )
         self.out_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
         nn.init.xavier_uniform_(self.in_proj_weight)
         if bias:
@@ -74,15 +90,26 @@ class MultiHeadAttention(nn.Module):
         """
         for name, tensor in (("query", query), ("key", key), ("value", value)):
             require_float(name, tensor)
-            require_same_size(f"{name} feature size", name, tensor.shape[-1] if tensor.dim() else 0, "embed_dim",
-                              self.embed_dim)
-            if tensor.dtype != self.in_proj_weight.dtype:  # a generation step calls this thousands of times
+            require_same_size(
+                f"{name} feature size",
+                name,
+                tensor.shape[-1] if tensor.dim() else 0,
+                "embed_dim",
+                self.embed_dim,
+            )
+            if (
+                tensor.dtype != self.in_proj_weight.dtype
+            ):  # a generation step calls this thousands of times
                 require_module_dtype(self, **{name: tensor})
         weight, bias = self.in_proj_weight, self.in_proj_bias
         if query is key and key is value:
             return F.linear(query, weight, bias).chunk(3, dim=-1)
         w_q, w_kv = weight.split([self.embed_dim, 2 * self.embed_dim])
-        b_q, b_kv = bias.split([self.embed_dim, 2 * self.embed_dim]) if bias is not None else (None, None)
+        b_q, b_kv = (
+            bias.split([self.embed_dim, 2 * self.embed_dim])
+            if bias is not None
+            else (None, None)
+        )
         q = F.linear(query, w_q, b_q)
         if key is value:
             return (q, *F.linear(key, w_kv, b_kv).chunk(2, dim=-1))
@@ -90,57 +117,107 @@ class MultiHeadAttention(nn.Module):
         b_k, b_v = b_kv.chunk(2) if b_kv is not None else (None, None)
         return q, F.linear(key, w_k, b_k), F.linear(value, w_v, b_v)
 
-    def forward(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor | None = None):
+    def forward(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        mask: torch.Tensor | None = None,
+    ):
         """query: (B, n_q, embed_dim), key and value: (B, n_k, embed_dim).
 
         Unbatched inputs (n, embed_dim) work too, as in torch.
-        mask: boolean, True = keep: (n_q, n_k), or (B or 1, num_heads or 1, n_q or 1, n_k)
-        (for unbatched inputs (num_heads or 1, n_q or 1, n_k)). Pass a key-padding mask
-        ``keep`` of shape (B, n_k) as ``keep[:, None, None, :]``; any other shape, e.g.
-        (B, 1, n_k), is refused (it would broadcast against the heads).
-        (torch's ``key_padding_mask`` is the opposite, True = ignore: ``keep = ~key_padding_mask``.)
-        Returns (output (B, n_q, embed_dim), weights (B, num_heads, n_q, n_k)).
-        A query whose keys are all masked gets zero weights and the output ``out_proj(0)``
-        (torch returns NaN there).
+        mask: boolean, True = keep: (n_q, n_k), or (B or 1, num_heads or 1, n_q
+        or 1, n_k) (for unbatched inputs (num_heads or 1, n_q or 1, n_k)). Pass
+        a key-padding mask ``keep`` of shape (B, n_k) as
+        ``keep[:, None, None, :]``; any other shape, e.g. (B, 1, n_k), is
+        refused (it would broadcast against the heads). (torch's
+        ``key_padding_mask`` is the opposite, True = ignore:
+        ``keep = ~key_padding_mask``.) Returns (output (B, n_q, embed_dim),
+        weights (B, num_heads, n_q, n_k)). A query whose keys are all masked
+        gets zero weights and the output ``out_proj(0)`` (torch returns NaN
+        there).
         """
         self._check_inputs(query, key, value)
         if mask is not None:
-            require_multihead_mask(mask, tuple(query.shape[:-2]), self.num_heads, query.shape[-2], key.shape[-2])
-        q, k, v = (split_heads(t, self.num_heads) for t in self.project(query, key, value))
+            require_multihead_mask(
+                mask,
+                tuple(query.shape[:-2]),
+                self.num_heads,
+                query.shape[-2],
+                key.shape[-2],
+            )
+        q, k, v = (
+            split_heads(t, self.num_heads)
+            for t in self.project(query, key, value)
+        )
         heads, weights = attention(q, k, v, score=scaled_dot_score, mask=mask)
         return self.out_proj(merge_heads(heads)), weights
 
     def _check_inputs(self, query, key, value) -> None:
-        """Float tensors (..., n, embed_dim) with equal batch shapes and as many keys as values."""
+        """Float tensors (..., n, embed_dim) with equal batch shapes and as
+        many keys as values."""
         for name, tensor in (("query", query), ("key", key), ("value", value)):
             require_float(name, tensor)
             if tensor.dim() < 2:
-                raise ValueError(f"{name} needs shape (B, n, embed_dim) or (n, embed_dim), got {tuple(tensor.shape)}")
-            require_same_size(f"{name} feature size", name, tensor.shape[-1], "embed_dim", self.embed_dim)
+                raise ValueError(
+                    f"{name} needs shape (B, n, embed_dim) or (n, embed_dim), "
+                    f"got {tuple(tensor.shape)}"
+                )
+            require_same_size(
+                f"{name} feature size",
+                name,
+                tensor.shape[-1],
+                "embed_dim",
+                self.embed_dim,
+            )
         if not query.shape[:-2] == key.shape[:-2] == value.shape[:-2]:
             raise ValueError(
-                f"batch shapes must match: query {tuple(query.shape[:-2])}, key {tuple(key.shape[:-2])}, "
+                f"batch shapes must match: query {tuple(query.shape[:-2])}, "
+                f"key {tuple(key.shape[:-2])}, "
                 f"value {tuple(value.shape[:-2])}"
             )
-        require_same_size("number of keys and values", "key", key.shape[-2], "value", value.shape[-2])
+        require_same_size(
+            "number of keys and values",
+            "key",
+            key.shape[-2],
+            "value",
+            value.shape[-2],
+        )
         require_module_dtype(self, query=query, key=key, value=value)
 
     @torch.no_grad()
-    def load_torch_weights(self, module: nn.MultiheadAttention) -> "MultiHeadAttention":
-        """Copy the parameters of a ``torch.nn.MultiheadAttention`` of the same size."""
+    def load_torch_weights(
+        self, module: nn.MultiheadAttention
+    ) -> "MultiHeadAttention":
+        """Copy the parameters of a ``torch.nn.MultiheadAttention`` of the
+        same size."""
         if not isinstance(module, nn.MultiheadAttention):
-            raise TypeError(f"expected torch.nn.MultiheadAttention, got {type(module).__name__}")
-        if (module.embed_dim, module.num_heads) != (self.embed_dim, self.num_heads):
+            raise TypeError(
+                "expected torch.nn.MultiheadAttention, got "
+                f"{type(module).__name__}"
+            )
+        if (module.embed_dim, module.num_heads) != (
+            self.embed_dim,
+            self.num_heads,
+        ):
             raise ValueError(
-                f"size mismatch: torch module has embed_dim={module.embed_dim}, num_heads={module.num_heads}; "
-                f"this one embed_dim={self.embed_dim}, num_heads={self.num_heads}"
+                f"size mismatch: torch module has embed_dim={module.embed_dim}"
+                f", num_heads={module.num_heads}; "
+                f"this one embed_dim={self.embed_dim}, num_heads="
+                f"{self.num_heads}"
             )
         if module.in_proj_weight is None:
-            raise ValueError("torch module uses separate key/value sizes (kdim/vdim); not supported")
+            raise ValueError(
+                "torch module uses separate key/value sizes (kdim/vdim); not "
+                "supported"
+            )
         if module.bias_k is not None or module.add_zero_attn:
             raise ValueError(
-                "torch module was built with add_bias_kv=True or add_zero_attn=True (an extra learned key and "
-                "value, or a zero key and value, attended by every query); this module has neither and would "
+                "torch module was built with add_bias_kv=True or "
+                "add_zero_attn=True (an extra learned key and "
+                "value, or a zero key and value, attended by every query); "
+                "this module has neither and would "
                 "compute another function"
             )
         if (module.in_proj_bias is None) != (self.in_proj_bias is None):

@@ -1,11 +1,14 @@
-"""Pointer networks: a sequence-to-sequence model whose outputs are input positions.
+"""Pointer networks: a sequence-to-sequence model whose outputs are input
+positions.
 
 Source: nndl §1.1.3.4. An LSTM encoder reads the inputs x_1..x_n into states
 e_1..e_n. A decoder LSTM, started from the encoder's final state and fed the
-input it chose at the previous step, produces a state s_t at every output step t.
-The pointer distribution of step t is an attention distribution over the inputs,
+input it chose at the previous step, produces a state s_t at every output step
+t. The pointer distribution of step t is an attention distribution over the
+inputs,
 
-    score(s_t, e_j) = v^T tanh(W_q s_t + W_k e_j),    p(c_t = j | ...) = softmax_j(score(s_t, e_j)),
+    score(s_t, e_j) = v^T tanh(W_q s_t + W_k e_j),
+    p(c_t = j | ...) = softmax_j(score(s_t, e_j)),
 
 with the positions chosen at earlier steps masked out. The scores are exactly
 ``AdditiveScore`` (keys = encoder states, queries = decoder states) and the
@@ -18,55 +21,83 @@ import math
 import torch
 from torch import nn
 
-from .._checks import require_float, require_int, require_module_dtype, require_tensor
+from .._checks import (
+    require_float,
+    require_int,
+    require_module_dtype,
+    require_tensor,
+)
 from ..core.masking import masked_softmax
 from ..core.scoring import AdditiveScore
+
 
 def _check_values(x) -> torch.Tensor:
     """x must be a finite float tensor of shape (B, n) with n >= 1."""
     require_float("x", x)
     if x.dim() != 2:
-        raise ValueError(f"x must have shape (batch, n), got a {x.dim()}-D tensor of shape {tuple(x.shape)}")
+        raise ValueError(
+            f"x must have shape (batch, n), got a {x.dim()}-D tensor of shape "
+            f"{tuple(x.shape)}"
+        )
     if x.shape[1] == 0:
-        raise ValueError(f"x must hold at least one number per sequence, got shape {tuple(x.shape)}")
+        raise ValueError(
+            "x must hold at least one number per sequence, got shape "
+            f"{tuple(x.shape)}"
+        )
     if not torch.isfinite(x).all():
-        raise ValueError(f"x of shape {tuple(x.shape)} contains NaN or infinite values")
+        raise ValueError(
+            f"x of shape {tuple(x.shape)} contains NaN or infinite values"
+        )
     return x
 
 
 def _check_permutations(x: torch.Tensor, target) -> torch.Tensor:
-    """target must be a (B, n) integer tensor whose rows are permutations of 0..n-1."""
+    """target must be a (B, n) integer tensor whose rows are permutations of
+    0..n-1."""
     require_tensor("target", target)
     if target.shape != x.shape:
-        raise ValueError(f"target must have the shape of x {tuple(x.shape)}, got {tuple(target.shape)}")
+        raise ValueError(
+            f"target must have the shape of x {tuple(x.shape)}, got "
+            f"{tuple(target.shape)}"
+        )
     if target.is_floating_point() or target.dtype == torch.bool:
-        raise TypeError(f"target must hold integer positions, got dtype {target.dtype}")
+        raise TypeError(
+            f"target must hold integer positions, got dtype {target.dtype}"
+        )
     expected = torch.arange(x.shape[1], device=target.device).expand_as(target)
     if not torch.equal(target.sort(dim=1).values, expected):
-        raise ValueError(f"every row of target must be a permutation of 0..{x.shape[1] - 1}")
+        raise ValueError(
+            f"every row of target must be a permutation of 0..{x.shape[1] - 1}"
+        )
     return target
 
 
 def not_chosen_mask(target: torch.Tensor) -> torch.Tensor:
     """Keep-mask of the positions still available at every decoding step.
 
-    target: (B, n) permutations; ``target[b, t]`` is the position chosen at step t (0-based).
-    Returns mask (B, n, n) with ``mask[b, t, j] = True`` iff position j was not
-    chosen at steps 0..t-1, i.e. iff j appears in ``target[b, t:]``.
+    target: (B, n) permutations; ``target[b, t]`` is the position chosen at
+    step t (0-based). Returns mask (B, n, n) with ``mask[b, t, j] = True`` iff
+    position j was not chosen at steps 0..t-1, i.e. iff j appears in
+    ``target[b, t:]``.
     """
     batch, n = target.shape
     steps = torch.arange(n, device=target.device)
-    # step_of[b, j]: the step at which position j is chosen (the inverse permutation).
-    step_of = torch.empty_like(target).scatter_(1, target, steps.expand(batch, n))
+    # step_of[b, j]: the step at which position j is chosen (the inverse
+    # permutation).
+    step_of = torch.empty_like(target).scatter_(
+        1, target, steps.expand(batch, n)
+    )
     return step_of.unsqueeze(1) >= steps.view(1, n, 1)
 
 
 class PointerNetwork(nn.Module):
-    """LSTM encoder, LSTM decoder and an additive pointer over the input positions.
+    """LSTM encoder, LSTM decoder and an additive pointer over the input
+    positions.
 
-    hidden_dim: size of the embeddings, of both LSTM states and of the scoring layer.
-    Inputs are sequences of numbers x: (B, n). Outputs are positions: ``decode(x)``
-    returns a (B, n) LongTensor whose every row is a permutation of 0..n-1.
+    hidden_dim: size of the embeddings, of both LSTM states and of the scoring
+    layer. Inputs are sequences of numbers x: (B, n). Outputs are positions:
+    ``decode(x)`` returns a (B, n) LongTensor whose every row is a permutation
+    of 0..n-1.
     """
 
     def __init__(self, hidden_dim: int = 64):
@@ -76,64 +107,94 @@ class PointerNetwork(nn.Module):
         self.embed = nn.Linear(1, hidden_dim)  # one number -> a vector
         self.encoder = nn.LSTM(hidden_dim, hidden_dim, batch_first=True)
         self.decoder = nn.LSTM(hidden_dim, hidden_dim, batch_first=True)
-        # The special input of step 0 (the source's h_0 symbol): nothing chosen yet.
-        self.start = nn.Parameter(torch.randn(hidden_dim) / math.sqrt(hidden_dim))
-        # score(s_t, e_j) = v^T tanh(W_q s_t + W_k e_j): keys = encoder states, query = decoder state.
-        self.pointer = AdditiveScore(query_dim=hidden_dim, key_dim=hidden_dim, hidden_dim=hidden_dim)
+        # The special input of step 0 (the source's h_0 symbol): nothing chosen
+        # yet.
+        self.start = nn.Parameter(
+            torch.randn(hidden_dim) / math.sqrt(hidden_dim)
+        )
+        # score(s_t, e_j) = v^T tanh(W_q s_t + W_k e_j): keys = encoder states,
+        # query = decoder state.
+        self.pointer = AdditiveScore(
+            query_dim=hidden_dim, key_dim=hidden_dim, hidden_dim=hidden_dim
+        )
 
     def encode(self, x: torch.Tensor):
-        """Run the encoder. x: (B, n). Returns (states (B, n, H), final (h, c), each (1, B, H))."""
+        """Run the encoder. x: (B, n). Returns (states (B, n, H), final (h,
+        c), each (1, B, H))."""
         states, final = self.encoder(self.embed(x.unsqueeze(-1)))
         return states, final
 
-    def pointer_scores(self, decoder_states: torch.Tensor, encoder_states: torch.Tensor) -> torch.Tensor:
+    def pointer_scores(
+        self, decoder_states: torch.Tensor, encoder_states: torch.Tensor
+    ) -> torch.Tensor:
         """Unnormalised pointer scores score(s_t, e_j).
 
-        decoder_states: (B, M, H), encoder_states: (B, N, H). Returns (B, M, N).
+        decoder_states: (B, M, H), encoder_states: (B, N, H). Returns (B, M,
+        N).
         """
         return self.pointer(decoder_states, encoder_states)
 
-    def teacher_forced_scores(self, x: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        """Unmasked pointer scores s_{t,j} under teacher forcing (step t is fed the true c_{t-1}).
+    def teacher_forced_scores(
+        self, x: torch.Tensor, target: torch.Tensor
+    ) -> torch.Tensor:
+        """Unmasked pointer scores s_{t,j} under teacher forcing (step t is fed
+        the true c_{t-1}).
 
-        x: (B, n) numbers, target: (B, n) permutations. Returns scores (B, n, n).
+        x: (B, n) numbers, target: (B, n) permutations. Returns scores (B, n,
+        n).
         """
         _check_values(x)
         require_module_dtype(self, x=x)
         _check_permutations(x, target)
         encoder_states, final = self.encode(x)
-        chosen_values = x.gather(1, target[:, :-1])  # the inputs fed back at steps 1..n-1
-        fed = torch.cat([self.start.expand(x.shape[0], 1, -1), self.embed(chosen_values.unsqueeze(-1))], dim=1)
+        chosen_values = x.gather(
+            1, target[:, :-1]
+        )  # the inputs fed back at steps 1..n-1
+        fed = torch.cat(
+            [
+                self.start.expand(x.shape[0], 1, -1),
+                self.embed(chosen_values.unsqueeze(-1)),
+            ],
+            dim=1,
+        )
         decoder_states, _ = self.decoder(fed, final)
         return self.pointer_scores(decoder_states, encoder_states)
 
     def forward(self, x: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        """Teacher forcing: the pointer distributions when step t is fed the true c_{t-1}.
+        """Teacher forcing: the pointer distributions when step t is fed the
+        true c_{t-1}.
 
-        x: (B, n) numbers, target: (B, n) permutations (the true output positions).
-        Returns weights (B, n, n): row t is p(c_t = . | c_<t, x), zero on the
-        positions that ``target`` chose before step t.
+        x: (B, n) numbers, target: (B, n) permutations (the true output
+        positions). Returns weights (B, n, n): row t is p(c_t = . | c_<t, x),
+        zero on the positions that ``target`` chose before step t.
         """
-        return masked_softmax(self.teacher_forced_scores(x, target), not_chosen_mask(target))
+        return masked_softmax(
+            self.teacher_forced_scores(x, target), not_chosen_mask(target)
+        )
 
     def loss(self, x: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        """Cross-entropy of the true positions under teacher forcing, averaged over steps and batch.
+        """Cross-entropy of the true positions under teacher forcing, averaged
+        over steps and batch.
 
-        Computed as ``log_softmax`` of the masked scores (chosen positions set to -inf),
-        never as log(softmax): the log-sum-exp form stays finite, with a nonzero gradient,
-        even when the true position's probability underflows to 0 in float32.
+        Computed as ``log_softmax`` of the masked scores (chosen positions set
+        to -inf), never as log(softmax): the log-sum-exp form stays finite,
+        with a nonzero gradient, even when the true position's probability
+        underflows to 0 in float32.
         """
         scores = self.teacher_forced_scores(x, target)
-        log_p = torch.log_softmax(scores.masked_fill(~not_chosen_mask(target), float("-inf")), dim=-1)
+        log_p = torch.log_softmax(
+            scores.masked_fill(~not_chosen_mask(target), float("-inf")), dim=-1
+        )
         return -log_p.gather(2, target.unsqueeze(-1)).mean()
 
     @torch.no_grad()
     def decode(self, x: torch.Tensor, return_weights: bool = False):
-        """Greedy decoding: at every step point at the most probable position not yet chosen.
+        """Greedy decoding: at every step point at the most probable position
+        not yet chosen.
 
-        x: (B, n) numbers. Returns positions (B, n) int64, every row a permutation
-        of 0..n-1; with ``return_weights=True`` also the pointer distributions
-        (B, n, n), row t being the distribution of step t.
+        x: (B, n) numbers. Returns positions (B, n) int64, every row a
+        permutation of 0..n-1; with ``return_weights=True`` also the pointer
+        distributions (B, n, n), row t being the distribution of step t.
         """
         _check_values(x)
         require_module_dtype(self, x=x)
@@ -145,13 +206,21 @@ class PointerNetwork(nn.Module):
         choices, all_weights = [], []
         for _ in range(n):
             decoder_state, state = self.decoder(fed, state)  # (B, 1, H)
-            weights = masked_softmax(self.pointer_scores(decoder_state, encoder_states), available.unsqueeze(1))
-            # The weights of the k kept positions sum to 1, so the largest is >= 1/k > 0,
-            # while a chosen position has weight exactly 0: argmax never repeats a position.
+            weights = masked_softmax(
+                self.pointer_scores(decoder_state, encoder_states),
+                available.unsqueeze(1),
+            )
+            # The weights of the k kept positions sum to 1, so the largest is
+            # >= 1/k > 0, while a chosen position has weight exactly 0: argmax
+            # never repeats a position.
             choice = weights.squeeze(1).argmax(dim=-1)
             available[rows, choice] = False
             fed = self.embed(x[rows, choice].view(batch, 1, 1))
             choices.append(choice)
             all_weights.append(weights)
         positions = torch.stack(choices, dim=1)
-        return (positions, torch.cat(all_weights, dim=1)) if return_weights else positions
+        return (
+            (positions, torch.cat(all_weights, dim=1))
+            if return_weights
+            else positions
+        )

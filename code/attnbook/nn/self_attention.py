@@ -14,7 +14,12 @@ layer is permutation-equivariant: permuting the tokens permutes the outputs.
 import torch
 from torch import nn
 
-from .._checks import require_float, require_int, require_module_dtype, require_same_size
+from .._checks import (
+    require_float,
+    require_int,
+    require_module_dtype,
+    require_same_size,
+)
 from ..core.attention import attention
 from ..core.scoring import scaled_dot_score
 
@@ -27,14 +32,24 @@ class SelfAttention(nn.Module):
     value_dim: size of values and outputs (D_v); defaults to embed_dim.
     Parameters: ``query_proj``, ``key_proj`` (embed_dim -> key_dim) and
     ``value_proj`` (embed_dim -> value_dim), linear maps without bias, so that
-    Q = X W_q exactly; ``query_proj.weight`` is W_q^T, shape (key_dim, embed_dim).
+    Q = X W_q exactly; ``query_proj.weight`` is W_q^T, shape (key_dim,
+    embed_dim).
     """
 
-    def __init__(self, embed_dim: int, key_dim: int | None = None, value_dim: int | None = None):
+    def __init__(
+        self,
+        embed_dim: int,
+        key_dim: int | None = None,
+        value_dim: int | None = None,
+    ):
         super().__init__()
         self.embed_dim = require_int("embed_dim", embed_dim)
-        self.key_dim = require_int("key_dim", embed_dim if key_dim is None else key_dim)
-        self.value_dim = require_int("value_dim", embed_dim if value_dim is None else value_dim)
+        self.key_dim = require_int(
+            "key_dim", embed_dim if key_dim is None else key_dim
+        )
+        self.value_dim = require_int(
+            "value_dim", embed_dim if value_dim is None else value_dim
+        )
         self.query_proj = nn.Linear(self.embed_dim, self.key_dim, bias=False)
         self.key_proj = nn.Linear(self.embed_dim, self.key_dim, bias=False)
         self.value_proj = nn.Linear(self.embed_dim, self.value_dim, bias=False)
@@ -42,7 +57,8 @@ class SelfAttention(nn.Module):
             nn.init.xavier_uniform_(proj.weight)
 
     def project(self, x: torch.Tensor):
-        """Queries (..., n, key_dim), keys (..., n, key_dim), values (..., n, value_dim) of x (..., n, embed_dim)."""
+        """Queries (..., n, key_dim), keys (..., n, key_dim), values (...,
+        n, value_dim) of x (..., n, embed_dim)."""
         return self.query_proj(x), self.key_proj(x), self.value_proj(x)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None):
@@ -56,11 +72,20 @@ class SelfAttention(nn.Module):
         """
         require_float("x", x)
         if x.dim() < 2:
-            raise ValueError(f"x needs shape (..., n, embed_dim), got {tuple(x.shape)}")
-        require_same_size("feature size", "x", x.shape[-1], "embed_dim", self.embed_dim)
+            raise ValueError(
+                f"x needs shape (..., n, embed_dim), got {tuple(x.shape)}"
+            )
+        require_same_size(
+            "feature size", "x", x.shape[-1], "embed_dim", self.embed_dim
+        )
         require_module_dtype(self, x=x)
         queries, keys, values = self.project(x)
-        return attention(queries, keys, values, score=scaled_dot_score, mask=mask)
+        return attention(
+            queries, keys, values, score=scaled_dot_score, mask=mask
+        )
 
     def extra_repr(self) -> str:
-        return f"embed_dim={self.embed_dim}, key_dim={self.key_dim}, value_dim={self.value_dim}"
+        return (
+            f"embed_dim={self.embed_dim}, key_dim={self.key_dim}, "
+            f"value_dim={self.value_dim}"
+        )

@@ -1,33 +1,46 @@
-"""RNN encoder-decoders with and without additive attention (Bahdanau, Cho and Bengio 2015).
+"""RNN encoder-decoders with and without additive attention (Bahdanau, Cho and
+Bengio 2015).
 
-A bidirectional GRU encoder reads the source tokens x_1..x_n into encoder states
-e_1..e_n (each the forward and backward states side by side, size 2H). A GRU decoder
-writes the output one token at a time. At output step t it reads a context vector c_t:
+A bidirectional GRU encoder reads the source tokens x_1..x_n into encoder
+states e_1..e_n (each the forward and backward states side by side, size 2H). A
+GRU decoder writes the output one token at a time. At output step t it reads a
+context vector c_t:
 
-- without attention (``attention=False``), c_t = c for every t: the encoder's two final
-  states, one vector of size 2H that must hold the whole input (the bottleneck);
-- with attention (``attention=True``), the previous decoder state s_{t-1} is the query and
-  the encoder states are the keys and the values::
+- without attention (``attention=False``), c_t = c for every t: the encoder's
+  two final states, one vector of size 2H that must hold the whole input (the
+  bottleneck);
+- with attention (``attention=True``), the previous decoder state s_{t-1} is
+  the query and the encoder states are the keys and the values::
 
-      alpha_{tj} = softmax_j( v^T tanh(W_q s_{t-1} + W_k e_j) )   (padding masked out)
+      alpha_{tj} = softmax_j( v^T tanh(W_q s_{t-1} + W_k e_j) )
       c_t        = sum_j alpha_{tj} e_j
 
-  which is ``attnbook.core.attention(s_{t-1}, E, E, score=AdditiveScore(H, 2H, d_a), mask)``.
+  (padding masked out), which is ``attnbook.attention(s_{t-1}, E, E,
+  score=AdditiveScore(H, 2H, d_a), mask)``.
 
 Then s_t = GRUCell([y_{t-1}; c_t], s_{t-1}) and the output distribution is
-softmax(W_o [s_t; c_t; y_{t-1}]), y_{t-1} the embedding of the previous output token.
-The decoder starts from s_0 = tanh(W_s c), c the encoder's final states, in both models.
+softmax(W_o [s_t; c_t; y_{t-1}]), y_{t-1} the embedding of the previous output
+token. The decoder starts from s_0 = tanh(W_s c), c the encoder's final states,
+in both models.
 
-Also here: the copying task of the bottleneck experiment, and the book's trained date
-translator (``pretrained_date_translator``), whose weights ship in ``attnbook/data``.
+Also here: the copying task of the bottleneck experiment, and the book's
+trained date translator (``pretrained_date_translator``), whose weights ship in
+``attnbook/data``.
 """
 
 import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from .._checks import (require_flag, require_ids, require_int, require_lengths, require_positive,
-                      require_same_size, require_tensor)
+from .._checks import (
+    require_flag,
+    require_ids,
+    require_int,
+    require_lengths,
+    require_positive,
+    require_same_size,
+    require_tensor,
+)
 from ..core.attention import attention
 from ..core.masking import lengths_to_mask
 from ..core.scoring import AdditiveScore
@@ -36,55 +49,95 @@ PAD, BOS, EOS = 0, 1, 2
 
 
 def _check_seq2seq_inputs(module, args, kwargs):
-    """Seq2Seq.forward's target: tgt_in (B, T) ids of the target vocabulary, B as in src (src and
-    lengths are checked by encode)."""
+    """Seq2Seq.forward's target: tgt_in (B, T) ids of the target vocabulary,
+    B as in src (src and lengths are checked by encode)."""
     names = ("src", "lengths", "tgt_in")
     given = dict(zip(names, args), **kwargs)
     if set(given) != set(names):
-        raise TypeError(f"Seq2Seq takes src, lengths, tgt_in; got {sorted(given)}")
-    require_ids("tgt_in", given["tgt_in"], module.tgt_embed.num_embeddings, dims=2)
+        raise TypeError(
+            f"Seq2Seq takes src, lengths, tgt_in; got {sorted(given)}"
+        )
+    require_ids(
+        "tgt_in", given["tgt_in"], module.tgt_embed.num_embeddings, dims=2
+    )
     require_tensor("src", given["src"])
     if given["src"].dim() >= 1:
-        require_same_size("batch size", "src", given["src"].shape[0], "tgt_in", given["tgt_in"].shape[0])
+        require_same_size(
+            "batch size",
+            "src",
+            given["src"].shape[0],
+            "tgt_in",
+            given["tgt_in"].shape[0],
+        )
 
 
 def _check_target_tokens(embedding, args):
-    """The previous tokens a decoder step embeds: (B,) ids of the target vocabulary."""
+    """The previous tokens a decoder step embeds: (B,) ids of the target
+    vocabulary."""
     require_ids("previous target tokens", args[0], embedding.num_embeddings)
 
 
 class Seq2Seq(nn.Module):
-    """A GRU encoder-decoder over token ids, with additive attention or without.
+    """A GRU encoder-decoder over token ids, with additive attention or
+    without.
 
-    src_vocab_size, tgt_vocab_size: numbers of token ids (id 0 = padding, 1 = BOS, 2 = EOS
-    in the target). embed_dim: token embedding size. hidden_dim: H, the decoder state size
-    (each encoder direction also has H, so e_j has size 2H). attention: use Bahdanau
-    attention (True) or the fixed context vector (False). attn_dim: d_a, the hidden size of
-    the additive score (default H).
+    src_vocab_size, tgt_vocab_size: numbers of token ids (id 0 = padding, 1 =
+    BOS, 2 = EOS in the target). embed_dim: token embedding size. hidden_dim:
+    H, the decoder state size (each encoder direction also has H, so e_j has
+    size 2H). attention: use Bahdanau attention (True) or the fixed context
+    vector (False). attn_dim: d_a, the hidden size of the additive score
+    (default H).
     """
 
-    def __init__(self, src_vocab_size: int, tgt_vocab_size: int, embed_dim: int = 32, hidden_dim: int = 64,
-                 attention: bool = True, attn_dim: int | None = None):
+    def __init__(
+        self,
+        src_vocab_size: int,
+        tgt_vocab_size: int,
+        embed_dim: int = 32,
+        hidden_dim: int = 64,
+        attention: bool = True,
+        attn_dim: int | None = None,
+    ):
         super().__init__()
-        for name, value in (("src_vocab_size", src_vocab_size), ("tgt_vocab_size", tgt_vocab_size),
-                            ("embed_dim", embed_dim), ("hidden_dim", hidden_dim)):
+        for name, value in (
+            ("src_vocab_size", src_vocab_size),
+            ("tgt_vocab_size", tgt_vocab_size),
+            ("embed_dim", embed_dim),
+            ("hidden_dim", hidden_dim),
+        ):
             require_int(name, value)
         require_flag("attention", attention)
         if attn_dim is not None:
             require_int("attn_dim", attn_dim)
-        self.config = {"src_vocab_size": src_vocab_size, "tgt_vocab_size": tgt_vocab_size, "embed_dim": embed_dim,
-                       "hidden_dim": hidden_dim, "attention": bool(attention),
-                       "attn_dim": attn_dim if attn_dim is not None else hidden_dim}
+        self.config = {
+            "src_vocab_size": src_vocab_size,
+            "tgt_vocab_size": tgt_vocab_size,
+            "embed_dim": embed_dim,
+            "hidden_dim": hidden_dim,
+            "attention": bool(attention),
+            "attn_dim": attn_dim if attn_dim is not None else hidden_dim,
+        }
         H = hidden_dim
-        self.src_embed = nn.Embedding(src_vocab_size, embed_dim, padding_idx=PAD)
-        self.encoder = nn.GRU(embed_dim, H, batch_first=True, bidirectional=True)
+        self.src_embed = nn.Embedding(
+            src_vocab_size, embed_dim, padding_idx=PAD
+        )
+        self.encoder = nn.GRU(
+            embed_dim, H, batch_first=True, bidirectional=True
+        )
         self.init_state = nn.Linear(2 * H, H)
-        self.score = AdditiveScore(query_dim=H, key_dim=2 * H, hidden_dim=self.config["attn_dim"]) if attention else None
+        self.score = (
+            AdditiveScore(
+                query_dim=H, key_dim=2 * H, hidden_dim=self.config["attn_dim"]
+            )
+            if attention
+            else None
+        )
         self.tgt_embed = nn.Embedding(tgt_vocab_size, embed_dim)
         self.cell = nn.GRUCell(embed_dim + 2 * H, H)
         self.out = nn.Linear(H + 2 * H + embed_dim, tgt_vocab_size)
-        # Checks that run before forward and before every target embedding (step), so that
-        # forward, context and step stay the few lines chapter 5 prints.
+        # Checks that run before forward and before every target embedding
+        # (step), so that forward, context and step stay the few lines chapter
+        # 5 prints.
         self.register_forward_pre_hook(_check_seq2seq_inputs, with_kwargs=True)
         self.tgt_embed.register_forward_pre_hook(_check_target_tokens)
 
@@ -95,72 +148,122 @@ class Seq2Seq(nn.Module):
     def encode(self, src: torch.Tensor, lengths: torch.Tensor):
         """Encoder states and summary.
 
-        src: (B, n) ids, padded with 0; lengths: (B,) numbers of real tokens (each >= 1).
-        Returns (E (B, n, 2H) encoder states, zero at padding; c (B, 2H) the final forward
-        state and the final backward state side by side; keep (B, n) mask, True = real token).
+        src: (B, n) ids, padded with 0; lengths: (B,) numbers of real tokens
+        (each >= 1). Returns (E (B, n, 2H) encoder states, zero at padding; c
+        (B, 2H) the final forward state and the final backward state side by
+        side; keep (B, n) mask, True = real token).
         """
         require_tensor("src", src)
         if src.dim() != 2:
-            raise ValueError(f"src must have shape (B, n), got {tuple(src.shape)}")
+            raise ValueError(
+                f"src must have shape (B, n), got {tuple(src.shape)}"
+            )
         require_ids("src", src, self.src_embed.num_embeddings)
-        lengths = require_lengths("lengths", lengths, src.shape[0], src.shape[1])
-        packed = pack_padded_sequence(self.src_embed(src), lengths.cpu(), batch_first=True, enforce_sorted=False)
+        lengths = require_lengths(
+            "lengths", lengths, src.shape[0], src.shape[1]
+        )
+        packed = pack_padded_sequence(
+            self.src_embed(src),
+            lengths.cpu(),
+            batch_first=True,
+            enforce_sorted=False,
+        )
         states, final = self.encoder(packed)
-        states, _ = pad_packed_sequence(states, batch_first=True, total_length=src.shape[1])
+        states, _ = pad_packed_sequence(
+            states, batch_first=True, total_length=src.shape[1]
+        )
         summary = torch.cat([final[0], final[1]], dim=-1)
         return states, summary, lengths_to_mask(lengths, src.shape[1])
 
-    def context(self, state: torch.Tensor, states: torch.Tensor, summary: torch.Tensor, keep: torch.Tensor):
+    def context(
+        self,
+        state: torch.Tensor,
+        states: torch.Tensor,
+        summary: torch.Tensor,
+        keep: torch.Tensor,
+    ):
         """The context vector c_t for decoder state s_{t-1}.
 
-        state: (B, H) s_{t-1}; states: (B, n, 2H); summary: (B, 2H); keep: (B, n).
-        Returns (c_t (B, 2H), alpha_t (B, n) or None without attention).
+        state: (B, H) s_{t-1}; states: (B, n, 2H); summary: (B, 2H); keep: (B,
+        n). Returns (c_t (B, 2H), alpha_t (B, n) or None without attention).
         """
         if self.score is None:
             return summary, None
-        # One query per sequence: (B, 1, H) against keys = values = E (B, n, 2H); mask (B, 1, n).
-        c, weights = attention(state.unsqueeze(1), states, states, score=self.score, mask=keep.unsqueeze(1))
+        # One query per sequence: (B, 1, H) against keys = values = E (B, n,
+        # 2H); mask (B, 1, n).
+        c, weights = attention(
+            state.unsqueeze(1),
+            states,
+            states,
+            score=self.score,
+            mask=keep.unsqueeze(1),
+        )
         return c.squeeze(1), weights.squeeze(1)
 
-    def step(self, prev_tokens: torch.Tensor, state: torch.Tensor, states, summary, keep):
-        """One decoder step: (logits (B, V), s_t (B, H), alpha_t (B, n) or None)."""
+    def step(
+        self,
+        prev_tokens: torch.Tensor,
+        state: torch.Tensor,
+        states,
+        summary,
+        keep,
+    ):
+        """One decoder step: (logits (B, V), s_t (B, H), alpha_t (B, n) or
+        None)."""
         y = self.tgt_embed(prev_tokens)
         c, weights = self.context(state, states, summary, keep)
         state = self.cell(torch.cat([y, c], dim=-1), state)
         logits = self.out(torch.cat([state, c, y], dim=-1))
         return logits, state, weights
 
-    def forward(self, src: torch.Tensor, lengths: torch.Tensor, tgt_in: torch.Tensor):
+    def forward(
+        self, src: torch.Tensor, lengths: torch.Tensor, tgt_in: torch.Tensor
+    ):
         """Teacher forcing: the decoder is fed the true previous tokens.
 
-        src: (B, n), lengths: (B,), tgt_in: (B, T) BOS followed by the target tokens.
-        Returns (logits (B, T, V), weights (B, T, n), or None without attention).
+        src: (B, n), lengths: (B,), tgt_in: (B, T) BOS followed by the target
+        tokens. Returns (logits (B, T, V), weights (B, T, n), or None without
+        attention).
         """
         states, summary, keep = self.encode(src, lengths)
         state = torch.tanh(self.init_state(summary))
         logits, weights = [], []
         for t in range(tgt_in.shape[1]):
-            out, state, alpha = self.step(tgt_in[:, t], state, states, summary, keep)
+            out, state, alpha = self.step(
+                tgt_in[:, t], state, states, summary, keep
+            )
             logits.append(out)
             weights.append(alpha)
-        return torch.stack(logits, 1), (torch.stack(weights, 1) if self.score is not None else None)
+        return torch.stack(logits, 1), (
+            torch.stack(weights, 1) if self.score is not None else None
+        )
 
     def loss(self, src, lengths, tgt_in, tgt_out) -> torch.Tensor:
-        """Mean cross-entropy of the teacher-forced predictions; padding (0) in tgt_out is ignored."""
+        """Mean cross-entropy of the teacher-forced predictions; padding (0)
+        in tgt_out is ignored."""
         require_tensor("tgt_out", tgt_out)
         require_tensor("tgt_in", tgt_in)
         if tgt_out.shape != tgt_in.shape:
-            raise ValueError(f"tgt_out {tuple(tgt_out.shape)} must have the shape of tgt_in {tuple(tgt_in.shape)}")
+            raise ValueError(
+                f"tgt_out {tuple(tgt_out.shape)} must have the shape of tgt_in"
+                f" {tuple(tgt_in.shape)}"
+            )
         logits, _ = self(src, lengths, tgt_in)
-        return nn.functional.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=PAD)
+        return nn.functional.cross_entropy(
+            logits.flatten(0, 1), tgt_out.flatten(), ignore_index=PAD
+        )
 
     @torch.no_grad()
-    def greedy_decode(self, src: torch.Tensor, lengths: torch.Tensor, max_steps: int):
-        """Greedy decoding: at each step feed back the most probable token, up to ``max_steps``.
+    def greedy_decode(
+        self, src: torch.Tensor, lengths: torch.Tensor, max_steps: int
+    ):
+        """Greedy decoding: at each step feed back the most probable token, up
+        to ``max_steps``.
 
-        src: (B, n), lengths: (B,). Returns (tokens (B, T) with T <= max_steps, EOS included,
-        positions after a sequence's EOS filled with PAD; weights (B, T, n), zero on padding and
-        after EOS, or None without attention). Stops early when every sequence has written EOS.
+        src: (B, n), lengths: (B,). Returns (tokens (B, T) with T <= max_steps,
+        EOS included, positions after a sequence's EOS filled with PAD; weights
+        (B, T, n), zero on padding and after EOS, or None without attention).
+        Stops early when every sequence has written EOS.
         """
         require_int("max_steps", max_steps)
         states, summary, keep = self.encode(src, lengths)
@@ -169,7 +272,9 @@ class Seq2Seq(nn.Module):
         done = torch.zeros(src.shape[0], dtype=torch.bool)
         tokens, weights = [], []
         for _ in range(max_steps):
-            logits, state, alpha = self.step(prev, state, states, summary, keep)
+            logits, state, alpha = self.step(
+                prev, state, states, summary, keep
+            )
             prev = logits.argmax(-1)
             tokens.append(prev.masked_fill(done, PAD))
             if alpha is not None:
@@ -177,22 +282,35 @@ class Seq2Seq(nn.Module):
             done = done | (prev == EOS)
             if done.all():
                 break
-        return torch.stack(tokens, 1), (torch.stack(weights, 1) if weights else None)
+        return torch.stack(tokens, 1), (
+            torch.stack(weights, 1) if weights else None
+        )
 
-def train_seq2seq(model: Seq2Seq, make_batch, steps: int, lr: float = 3e-3, seed: int = 0,
-                  log_every: int = 0):
-    """Train ``model`` with teacher forcing, Adam and a one-cycle learning rate for ``steps`` steps.
 
-    make_batch(generator) -> (src, src_lengths, tgt_in, tgt_out) draws one batch; the
-    generator is ``torch.Generator().manual_seed(seed)``. Gradients are clipped to norm 1.
-    With a fixed thread count the result is bit-for-bit reproducible. Returns the list of losses.
+def train_seq2seq(
+    model: Seq2Seq,
+    make_batch,
+    steps: int,
+    lr: float = 3e-3,
+    seed: int = 0,
+    log_every: int = 0,
+):
+    """Train ``model`` with teacher forcing, Adam and a one-cycle learning rate
+    for ``steps`` steps.
+
+    make_batch(generator) -> (src, src_lengths, tgt_in, tgt_out) draws one
+    batch; the generator is ``torch.Generator().manual_seed(seed)``. Gradients
+    are clipped to norm 1. With a fixed thread count the result is bit-for-bit
+    reproducible. Returns the list of losses.
     """
     require_int("steps", steps)
     require_positive("lr", lr)
     require_int("seed", seed, minimum=0)
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=lr, total_steps=steps, pct_start=0.1)
+    schedule = torch.optim.lr_scheduler.OneCycleLR(
+        optimizer, max_lr=lr, total_steps=steps, pct_start=0.1
+    )
     model.train()
     losses = []
     for i in range(steps):
@@ -204,6 +322,8 @@ def train_seq2seq(model: Seq2Seq, make_batch, steps: int, lr: float = 3e-3, seed
         schedule.step()
         losses.append(loss.item())
         if log_every and (i % log_every == 0 or i == steps - 1):
-            print(f"step {i + 1:5d}/{steps}  loss {loss.item():.4f}", flush=True)
+            print(
+                f"step {i + 1:5d}/{steps}  loss {loss.item():.4f}", flush=True
+            )
     model.eval()
     return losses

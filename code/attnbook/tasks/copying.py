@@ -1,5 +1,6 @@
-"""Chapter 5's bottleneck experiment: copy a string of random digits, with and without
-attention (the shipped pair of models, ``python -m attnbook.train.bottleneck``)."""
+"""Chapter 5's bottleneck experiment: copy a string of random digits, with
+and without attention (the shipped pair of models,
+``python -m attnbook.train.bottleneck``)."""
 
 import torch
 
@@ -10,29 +11,48 @@ from ..nn.seq2seq import BOS, EOS, PAD, Seq2Seq
 
 COPY_VOCAB_SIZE = 13  # PAD, BOS, EOS and the digits 0-9 (ids 3..12)
 COPY_LENGTHS = (4, 30)  # the shortest and longest strings of the experiment
-#: The two models of the experiment: the same recipe, about the same number of parameters
-#: (95,549 with attention, 95,512 without: the plain model's H = 69 pays for the additive score).
+#: The two models of the experiment: the same recipe, about the same number of
+#: parameters (95,549 with attention, 95,512 without: the plain model's H = 69
+#: pays for the additive score).
 BOTTLENECK_MODELS = {
-    "attention": {"src_vocab_size": COPY_VOCAB_SIZE, "tgt_vocab_size": COPY_VOCAB_SIZE, "embed_dim": 16,
-                  "hidden_dim": 64, "attention": True, "attn_dim": 64},
-    "plain": {"src_vocab_size": COPY_VOCAB_SIZE, "tgt_vocab_size": COPY_VOCAB_SIZE, "embed_dim": 16,
-              "hidden_dim": 69, "attention": False, "attn_dim": 69},
+    "attention": {
+        "src_vocab_size": COPY_VOCAB_SIZE,
+        "tgt_vocab_size": COPY_VOCAB_SIZE,
+        "embed_dim": 16,
+        "hidden_dim": 64,
+        "attention": True,
+        "attn_dim": 64,
+    },
+    "plain": {
+        "src_vocab_size": COPY_VOCAB_SIZE,
+        "tgt_vocab_size": COPY_VOCAB_SIZE,
+        "embed_dim": 16,
+        "hidden_dim": 69,
+        "attention": False,
+        "attn_dim": 69,
+    },
 }
 BOTTLENECK_FILE = "bottleneck_models.pt"
-BOTTLENECK_SHA256 = "4610213f9b07b8a4976c3abc9fbaf41af2e29c3cbb7592766ec9a16c98176949"
+BOTTLENECK_SHA256 = (
+    "4610213f9b07b8a4976c3abc9fbaf41af2e29c3cbb7592766ec9a16c98176949"
+)
 
 
 def copy_batch(batch_size: int, lengths, generator: torch.Generator):
-    """A batch of the copying task: random digit strings, the target is the same string.
+    """A batch of the copying task: random digit strings, the target is the
+    same string.
 
     lengths: one int, or a (batch_size,) tensor of lengths (each >= 1).
-    Returns (src (B, n) ids 3..12 padded with 0, src_lengths (B,), tgt_in (B, n + 1) = BOS + src,
-    tgt_out (B, n + 1) = src + EOS, padded with 0), n the longest length.
+    Returns (src (B, n) ids 3..12 padded with 0, src_lengths (B,), tgt_in (B, n
+    + 1) = BOS + src, tgt_out (B, n + 1) = src + EOS, padded with 0), n the
+    longest length.
     """
     require_int("batch_size", batch_size)
     require_generator("generator", generator)
     if isinstance(lengths, int) and not isinstance(lengths, bool):
-        lengths = torch.full((batch_size,), require_int("lengths", lengths), dtype=torch.long)
+        lengths = torch.full(
+            (batch_size,), require_int("lengths", lengths), dtype=torch.long
+        )
     else:
         lengths = require_lengths("lengths", lengths, batch_size, 2**31 - 1)
     n = int(lengths.max())
@@ -41,26 +61,36 @@ def copy_batch(batch_size: int, lengths, generator: torch.Generator):
     src = digits.masked_fill(~keep, PAD)
     tgt_out = torch.cat([src, torch.zeros(batch_size, 1, dtype=torch.long)], 1)
     tgt_out[torch.arange(batch_size), lengths] = EOS
-    tgt_in = torch.cat([torch.full((batch_size, 1), BOS, dtype=torch.long), src], 1)
+    tgt_in = torch.cat(
+        [torch.full((batch_size, 1), BOS, dtype=torch.long), src], 1
+    )
     return src, lengths, tgt_in, tgt_out
 
 
 @torch.no_grad()
-def copy_accuracy(model: Seq2Seq, length: int, num_sequences: int = 500, seed: int = 0) -> float:
-    """Share of ``num_sequences`` fresh digit strings of ``length`` copied exactly (greedy, EOS included)."""
+def copy_accuracy(
+    model: Seq2Seq, length: int, num_sequences: int = 500, seed: int = 0
+) -> float:
+    """Share of ``num_sequences`` fresh digit strings of ``length`` copied
+    exactly (greedy, EOS included)."""
     require_int("length", length)
     require_int("num_sequences", num_sequences)
     require_int("seed", seed, minimum=0)
-    src, lengths, _, tgt_out = copy_batch(num_sequences, length, torch.Generator().manual_seed(seed))
+    src, lengths, _, tgt_out = copy_batch(
+        num_sequences, length, torch.Generator().manual_seed(seed)
+    )
     tokens, _ = model.eval().greedy_decode(src, lengths, max_steps=length + 1)
     if tokens.shape[1] < tgt_out.shape[1]:
         return 0.0
-    return (tokens[:, : tgt_out.shape[1]] == tgt_out).all(1).float().mean().item()
+    return (
+        (tokens[:, : tgt_out.shape[1]] == tgt_out).all(1).float().mean().item()
+    )
 
 
 def pretrained_bottleneck_models() -> dict:
-    """{"attention": Seq2Seq, "plain": Seq2Seq}: chapter 5's trained copying models
-    (``python -m attnbook.train.bottleneck``), checked against the pinned SHA-256."""
+    """{"attention": Seq2Seq, "plain": Seq2Seq}: chapter 5's trained copying
+    models (``python -m attnbook.train.bottleneck``), checked against the
+    pinned SHA-256."""
     saved = load_pinned(BOTTLENECK_FILE, BOTTLENECK_SHA256)
     models = {}
     for name, entry in saved["models"].items():
@@ -72,21 +102,34 @@ def pretrained_bottleneck_models() -> dict:
 
 
 @torch.no_grad()
-def copy_accuracies(models: dict, lengths, num_sequences: int = 200, seed: int = 20_000) -> dict:
-    """{name: [exact-match accuracy at each length]} on fresh strings (seed + length), one thread."""
+def copy_accuracies(
+    models: dict, lengths, num_sequences: int = 200, seed: int = 20_000
+) -> dict:
+    """{name: [exact-match accuracy at each length]} on fresh strings (seed
+    + length), one thread."""
     from ..measure.threads import single_thread
 
     if not isinstance(models, dict):
-        raise TypeError(f"models must be a dict {{name: Seq2Seq}}, got {type(models).__name__}")
-    lengths = list(lengths) if isinstance(lengths, (list, tuple, range)) else lengths
+        raise TypeError(
+            f"models must be a dict {{name: Seq2Seq}}, got "
+            f"{type(models).__name__}"
+        )
+    lengths = (
+        list(lengths) if isinstance(lengths, (list, tuple, range)) else lengths
+    )
     if not isinstance(lengths, list):
         raise TypeError(f"lengths must be a list of ints, got {lengths!r}")
     for n in lengths:
         require_int("every length", n)
     with single_thread():
-        return {name: [copy_accuracy(model, n, num_sequences, seed + n) for n in lengths]
-                for name, model in models.items()}
+        return {
+            name: [
+                copy_accuracy(model, n, num_sequences, seed + n)
+                for n in lengths
+            ]
+            for name, model in models.items()
+        }
 
 
-# ----------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------
 # The date translator.

@@ -1,11 +1,12 @@
-"""A BERT-style [CLS] classifier and the synthetic task it learns: "does A come before B?".
+"""A BERT-style [CLS] classifier and the synthetic task it learns: "does A come
+before B?".
 
-Each sequence is ``[CLS]`` followed by 1..``max_len`` - 1 tokens: filler letters,
-one ``A`` and one ``B`` at random places, then ``[PAD]`` up to a common length.
-The label is 1 if A comes before B. The counts of every token carry no
-information about the label (a bag of words scores 50 %): the model must use
-order, and A and B may be far apart. The classifier reads the final hidden
-state of ``[CLS]`` with a linear head, as BERT does.
+Each sequence is ``[CLS]`` followed by 1..``max_len`` - 1 tokens: filler
+letters, one ``A`` and one ``B`` at random places, then ``[PAD]`` up to a
+common length. The label is 1 if A comes before B. The counts of every token
+carry no information about the label (a bag of words scores 50 %): the model
+must use order, and A and B may be far apart. The classifier reads the final
+hidden state of ``[CLS]`` with a linear head, as BERT does.
 """
 
 import time
@@ -22,30 +23,52 @@ from ..nn.encoder import TransformerEncoder
 PAD, CLS, A, B = "[PAD]", "[CLS]", "A", "B"
 # The chapter's model: train_order_classifier(**TRAINING_RECIPE), made by
 # ``python -m attnbook.train.order_classifier`` and shipped, pinned by SHA-256.
-TRAINING_RECIPE = {"steps": 250, "batch_size": 64, "lr": 3e-3, "seed": 0, "max_len": 24}
+TRAINING_RECIPE = {
+    "steps": 250,
+    "batch_size": 64,
+    "lr": 3e-3,
+    "seed": 0,
+    "max_len": 24,
+}
 ORDER_CLASSIFIER_FILE = "order_classifier.pt"
-ORDER_CLASSIFIER_SHA256 = "6b166c5bbc6c2480ebf445e93cb3be87eb45dcc31c8c94ceb3516904a0cf2ff2"
+ORDER_CLASSIFIER_SHA256 = (
+    "6b166c5bbc6c2480ebf445e93cb3be87eb45dcc31c8c94ceb3516904a0cf2ff2"
+)
 FILLERS = tuple("cdefghij")
 VOCAB = (PAD, CLS, A, B) + FILLERS
 TOKEN_ID = {token: i for i, token in enumerate(VOCAB)}
 
 
-def order_batch(batch_size: int, max_len: int = 24, min_len: int = 3, generator=None):
+def order_batch(
+    batch_size: int, max_len: int = 24, min_len: int = 3, generator=None
+):
     """A batch of the "A before B?" task.
 
     Returns tokens (batch_size, max_len) int64 with [CLS] at position 0 and
     [PAD] after each sequence, valid_lens (batch_size,) counting [CLS], and
-    labels (batch_size,) int64: 1 if A comes before B, else 0. Each sequence has
-    between ``min_len`` and ``max_len`` tokens (with [CLS]), exactly one A and one B.
+    labels (batch_size,) int64: 1 if A comes before B, else 0. Each sequence
+    has between ``min_len`` and ``max_len`` tokens (with [CLS]), exactly one A
+    and one B.
     """
     if not 3 <= min_len <= max_len:
-        raise ValueError(f"need 3 <= min_len <= max_len, got min_len={min_len}, max_len={max_len}")
-    lens = torch.randint(min_len, max_len + 1, (batch_size,), generator=generator)
-    fillers = torch.randint(len(VOCAB) - len(FILLERS), len(VOCAB), (batch_size, max_len), generator=generator)
+        raise ValueError(
+            f"need 3 <= min_len <= max_len, got min_len={min_len}, max_len="
+            f"{max_len}"
+        )
+    lens = torch.randint(
+        min_len, max_len + 1, (batch_size,), generator=generator
+    )
+    fillers = torch.randint(
+        len(VOCAB) - len(FILLERS),
+        len(VOCAB),
+        (batch_size, max_len),
+        generator=generator,
+    )
     positions = torch.arange(max_len)
     tokens = torch.where(positions < lens[:, None], fillers, TOKEN_ID[PAD])
     tokens[:, 0] = TOKEN_ID[CLS]
-    # Two distinct places among 1 .. len-1: rank random keys, masked outside the sequence.
+    # Two distinct places among 1 .. len-1: rank random keys, masked outside
+    # the sequence.
     keys = torch.rand(batch_size, max_len, generator=generator)
     keys[(positions == 0) | (positions >= lens[:, None])] = 2.0
     first, second = keys.argsort(dim=1)[:, :2].unbind(dim=1)
@@ -56,31 +79,62 @@ def order_batch(batch_size: int, max_len: int = 24, min_len: int = 3, generator=
 
 
 def encode(text: str, max_len: int = 64) -> torch.Tensor:
-    """Token ids (n,) for a string such as "c d A e B" (spaces optional), [CLS] prepended."""
+    """Token ids (n,) for a string such as "c d A e B" (spaces optional),
+    [CLS] prepended."""
     symbols = [c for c in text if not c.isspace()]
-    unknown = sorted({c for c in symbols if c not in TOKEN_ID or c in (PAD, CLS)})
+    unknown = sorted(
+        {c for c in symbols if c not in TOKEN_ID or c in (PAD, CLS)}
+    )
     if unknown:
-        raise ValueError(f"unknown tokens {unknown}; use A, B and the fillers {' '.join(FILLERS)}")
+        raise ValueError(
+            f"unknown tokens {unknown}; use A, B and the fillers "
+            f"{' '.join(FILLERS)}"
+        )
     if len(symbols) + 1 > max_len:
-        raise ValueError(f"{len(symbols)} tokens plus [CLS] exceed max_len {max_len}")
+        raise ValueError(
+            f"{len(symbols)} tokens plus [CLS] exceed max_len {max_len}"
+        )
     return torch.tensor([TOKEN_ID[CLS]] + [TOKEN_ID[c] for c in symbols])
 
 
 class CLSClassifier(nn.Module):
-    """An encoder whose final [CLS] hidden state (position 0) feeds a linear head.
+    """An encoder whose final [CLS] hidden state (position 0) feeds a linear
+    head.
 
     tokens: (B, n) ids with [CLS] first; valid_lens: (B,) or None.
     Returns logits (B, num_classes), or (logits, weights) with the attention
     weights (num_layers, B, num_heads, n, n) if ``return_weights`` is True.
     """
 
-    def __init__(self, vocab_size: int = len(VOCAB), embed_dim: int = 32, num_heads: int = 4, ffn_dim: int = 64,
-                 num_layers: int = 2, num_classes: int = 2, max_len: int = 64, dropout: float = 0.0):
+    def __init__(
+        self,
+        vocab_size: int = len(VOCAB),
+        embed_dim: int = 32,
+        num_heads: int = 4,
+        ffn_dim: int = 64,
+        num_layers: int = 2,
+        num_classes: int = 2,
+        max_len: int = 64,
+        dropout: float = 0.0,
+    ):
         super().__init__()
-        self.encoder = TransformerEncoder(vocab_size, embed_dim, num_heads, ffn_dim, num_layers, max_len, dropout)
+        self.encoder = TransformerEncoder(
+            vocab_size,
+            embed_dim,
+            num_heads,
+            ffn_dim,
+            num_layers,
+            max_len,
+            dropout,
+        )
         self.head = nn.Linear(embed_dim, num_classes)
 
-    def forward(self, tokens: torch.Tensor, valid_lens=None, return_weights: bool = False):
+    def forward(
+        self,
+        tokens: torch.Tensor,
+        valid_lens=None,
+        return_weights: bool = False,
+    ):
         hidden, weights = self.encoder(tokens, valid_lens, return_weights=True)
         logits = self.head(hidden[:, 0])
         return (logits, weights) if return_weights else logits
@@ -90,34 +144,54 @@ class CLSClassifier(nn.Module):
 def accuracy(model: nn.Module, tokens, valid_lens, labels) -> float:
     """Fraction of sequences whose arg-max class equals the label."""
     model.eval()
-    return (model(tokens, valid_lens).argmax(dim=-1) == labels).float().mean().item()
+    return (
+        (model(tokens, valid_lens).argmax(dim=-1) == labels)
+        .float()
+        .mean()
+        .item()
+    )
 
 
-def train_order_classifier(steps: int = 250, batch_size: int = 64, lr: float = 3e-3, seed: int = 0,
-                           max_len: int = 24, progress: bool = True, dtype: torch.dtype = torch.float64):
+def train_order_classifier(
+    steps: int = 250,
+    batch_size: int = 64,
+    lr: float = 3e-3,
+    seed: int = 0,
+    max_len: int = 24,
+    progress: bool = True,
+    dtype: torch.dtype = torch.float64,
+):
     """Train a seeded CLSClassifier on fresh batches of the "A before B?" task.
 
-    Runs on one thread with Adam and a linear learning-rate decay; shows a tqdm bar if
-    ``progress``. The arithmetic is in ``dtype``, float64 by default; a second run on the same
-    machine repeats bit for bit, another CPU ends about 1e-4 away (see
-    ``pretrained_order_classifier``, the copy the chapter analyses).
-    Returns (model in eval mode, history dict with per-step "loss" and "seconds").
+    Runs on one thread with Adam and a linear learning-rate decay; shows a tqdm
+    bar if ``progress``. The arithmetic is in ``dtype``, float64 by default; a
+    second run on the same machine repeats bit for bit, another CPU ends about
+    1e-4 away (see ``pretrained_order_classifier``, the copy the chapter
+    analyses). Returns (model in eval mode, history dict with per-step "loss"
+    and "seconds").
     """
     from tqdm.auto import tqdm
 
     require_float_dtype("dtype", dtype)
     history = {"loss": []}
     start = time.perf_counter()
-    with single_thread(), keep_global_rng():  # seeds its own stream; the reader's is restored after
+    with (
+        single_thread(),
+        keep_global_rng(),
+    ):  # seeds its own stream; the reader's is restored after
         torch.manual_seed(seed)
         model = CLSClassifier(max_len=max_len).to(dtype)
         generator = torch.Generator().manual_seed(seed + 1)
         optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1 - step / steps)
+        schedule = torch.optim.lr_scheduler.LambdaLR(
+            optimizer, lambda step: 1 - step / steps
+        )
         model.train()
         bar = tqdm(range(steps), desc="training", disable=not progress)
         for step in bar:
-            tokens, lens, labels = order_batch(batch_size, max_len, generator=generator)
+            tokens, lens, labels = order_batch(
+                batch_size, max_len, generator=generator
+            )
             loss = F.cross_entropy(model(tokens, lens), labels)
             optimizer.zero_grad()
             loss.backward()
@@ -131,19 +205,28 @@ def train_order_classifier(steps: int = 250, batch_size: int = 64, lr: float = 3
 
 
 def pretrained_order_classifier():
-    """The shipped result of ``train_order_classifier(**TRAINING_RECIPE)``: (model, history).
+    """The shipped result of ``train_order_classifier(**TRAINING_RECIPE)``:
+    (model, history).
 
-    The model is in eval mode (float64, as trained); history holds the per-step "loss".
-    Training takes seconds, but it amplifies rounding: on another CPU the same call ends with
-    weights about 1e-4 away, enough to move a printed third decimal. The chapter analyses this
-    copy, the same on every CPU. Each call returns a new model; torch's global RNG is left alone.
+    The model is in eval mode (float64, as trained); history holds the per-step
+    "loss". Training takes seconds, but it amplifies rounding: on another CPU
+    the same call ends with weights about 1e-4 away, enough to move a printed
+    third decimal. The chapter analyses this copy, the same on every CPU. Each
+    call returns a new model; torch's global RNG is left alone.
     """
-    return classifier_from(load_pinned(ORDER_CLASSIFIER_FILE, ORDER_CLASSIFIER_SHA256))
+    return classifier_from(
+        load_pinned(ORDER_CLASSIFIER_FILE, ORDER_CLASSIFIER_SHA256)
+    )
 
 
 def classifier_from(saved: dict):
-    """(model in eval mode, history) from the dict ``python -m attnbook.train.order_classifier`` writes."""
-    with keep_global_rng():  # building the module draws initial weights, overwritten below
-        model = CLSClassifier(max_len=saved["recipe"]["max_len"]).to(torch.float64)
+    """(model in eval mode, history) from the dict
+    ``python -m attnbook.train.order_classifier`` writes."""
+    with (
+        keep_global_rng()
+    ):  # building the module draws initial weights, overwritten below
+        model = CLSClassifier(max_len=saved["recipe"]["max_len"]).to(
+            torch.float64
+        )
     model.load_state_dict(saved["state_dict"])
     return model.eval(), {"loss": list(saved["losses"])}

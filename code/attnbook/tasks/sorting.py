@@ -1,5 +1,5 @@
-"""Chapter 6's task: sorting numbers with a pointer network; the trained sorter ships as
-pinned weights (``python -m attnbook.train.sorter``)."""
+"""Chapter 6's task: sorting numbers with a pointer network; the trained
+sorter ships as pinned weights (``python -m attnbook.train.sorter``)."""
 
 import io
 from importlib import resources
@@ -14,12 +14,16 @@ from ..measure.threads import torch_threads
 from ..nn.pointer import PointerNetwork, _check_values
 
 PRETRAINED_FILE = "pointer_sorter.pt"
-# SHA-256 of the shipped attnbook/data/pointer_sorter.pt; pretrained_sorter() refuses any other
-# bytes. After retraining (python -m attnbook.train.sorter), pin the new file's digest here:
-# python -c "import hashlib; print(hashlib.sha256(open('code/attnbook/data/pointer_sorter.pt','rb').read()).hexdigest())"
-POINTER_SORTER_SHA256 = "5251acb846b8a95e40c9c56b681eb50a220f1623b4715718e9495ebfee460699"
+# SHA-256 of the shipped attnbook/data/pointer_sorter.pt; pretrained_sorter()
+# refuses any other bytes. After retraining (python -m attnbook.train.sorter),
+# pin the new file's digest here
+# (`sha256sum code/attnbook/data/pointer_sorter.pt`).
+POINTER_SORTER_SHA256 = (
+    "5251acb846b8a95e40c9c56b681eb50a220f1623b4715718e9495ebfee460699"
+)
 
-# The recipe of the book's pretrained sorter (``python -m attnbook.train.sorter``).
+# The recipe of the book's pretrained sorter
+# (``python -m attnbook.train.sorter``).
 TRAINING_RECIPE = {
     "hidden_dim": 64,
     "steps": 12_000,
@@ -32,12 +36,14 @@ TRAINING_RECIPE = {
 }
 
 
-def sorting_batch(batch_size: int, n: int, generator: torch.Generator | None = None):
+def sorting_batch(
+    batch_size: int, n: int, generator: torch.Generator | None = None
+):
     """A batch of the sorting task.
 
-    Returns x: (batch_size, n) floats uniform in [0, 1) drawn with ``generator``,
-    and target: (batch_size, n) int64, the positions of x from largest to smallest
-    (``torch.argsort(x, dim=1, descending=True)``).
+    Returns x: (batch_size, n) floats uniform in [0, 1) drawn with
+    ``generator``, and target: (batch_size, n) int64, the positions of x from
+    largest to smallest (``torch.argsort(x, dim=1, descending=True)``).
     """
     require_int("batch_size", batch_size)
     require_int("n", n)
@@ -45,29 +51,46 @@ def sorting_batch(batch_size: int, n: int, generator: torch.Generator | None = N
     return x, torch.argsort(x, dim=1, descending=True, stable=True)
 
 
-def scale_to_unit(x: torch.Tensor, low: float = 0.1, high: float = 0.9) -> torch.Tensor:
-    """Map every row of x affinely onto [low, high], keeping the order of its entries.
+def scale_to_unit(
+    x: torch.Tensor, low: float = 0.1, high: float = 0.9
+) -> torch.Tensor:
+    """Map every row of x affinely onto [low, high], keeping the order of its
+    entries.
 
-    x: (B, n) finite floats. Row minimum -> low, row maximum -> high; a constant row
-    -> (low + high) / 2. The sorter was trained on numbers in [0, 1), so any input,
-    e.g. 20, 5, 10, goes through this increasing map first: same order, familiar range.
+    x: (B, n) finite floats. Row minimum -> low, row maximum -> high; a
+    constant row -> (low + high) / 2. The sorter was trained on numbers in [0,
+    1), so any input, e.g. 20, 5, 10, goes through this increasing map first:
+    same order, familiar range.
     """
     _check_values(x)
     smallest = x.min(dim=1, keepdim=True).values
     spread = x.max(dim=1, keepdim=True).values - smallest
-    if not torch.isfinite(spread).all():  # e.g. -3e38 and 3e38 in float32: their gap overflows; map in float64
+    if (
+        not torch.isfinite(spread).all()
+    ):  # e.g. -3e38 and 3e38 in float32: their gap overflows; map in float64
         return scale_to_unit(x.double(), low, high).to(x.dtype)
-    unit = torch.where(spread > 0, (x - smallest) / spread.clamp_min(torch.finfo(x.dtype).tiny), 0.5)
+    unit = torch.where(
+        spread > 0,
+        (x - smallest) / spread.clamp_min(torch.finfo(x.dtype).tiny),
+        0.5,
+    )
     return low + (high - low) * unit
 
 
 @torch.no_grad()
-def sorting_accuracy(model: PointerNetwork, n: int, num_sequences: int = 4000, seed: int = 1234,
-                     batch_size: int = 1000) -> float:
-    """Share of fresh sorting sequences of length n whose whole greedy output is right.
+def sorting_accuracy(
+    model: PointerNetwork,
+    n: int,
+    num_sequences: int = 4000,
+    seed: int = 1234,
+    batch_size: int = 1000,
+) -> float:
+    """Share of fresh sorting sequences of length n whose whole greedy output
+    is right.
 
-    Draws ``num_sequences`` sequences with ``torch.Generator().manual_seed(seed)``
-    (in chunks of ``batch_size``) and counts exact matches of the permutation.
+    Draws ``num_sequences`` sequences with
+    ``torch.Generator().manual_seed(seed)`` (in chunks of ``batch_size``) and
+    counts exact matches of the permutation.
     """
     generator = torch.Generator().manual_seed(seed)
     correct, remaining = 0, num_sequences
@@ -79,30 +102,49 @@ def sorting_accuracy(model: PointerNetwork, n: int, num_sequences: int = 4000, s
     return correct / num_sequences
 
 
-def train_sorter(hidden_dim: int = 64, steps: int = 12_000, batch_size: int = 64, min_len: int = 5,
-                 max_len: int = 10, lr: float = 1e-2, final_lr: float = 1e-5, seed: int = 0,
-                 progress: bool = False, threads: int | None = 1):
-    """Train a ``PointerNetwork`` to sort with teacher forcing and cross-entropy.
+def train_sorter(
+    hidden_dim: int = 64,
+    steps: int = 12_000,
+    batch_size: int = 64,
+    min_len: int = 5,
+    max_len: int = 10,
+    lr: float = 1e-2,
+    final_lr: float = 1e-5,
+    seed: int = 0,
+    progress: bool = False,
+    threads: int | None = 1,
+):
+    """Train a ``PointerNetwork`` to sort with teacher forcing and
+    cross-entropy.
 
-    Every step draws one length n uniformly from [min_len, max_len] and a batch of
-    ``batch_size`` sequences of that length. Adam; the learning rate decays
-    exponentially from ``lr`` to ``final_lr`` over the ``steps`` steps. Everything
-    is seeded by ``seed`` and, with ``threads`` fixed (default 1, restored after),
-    bit-for-bit reproducible on a given machine. ``progress=True`` shows a tqdm bar.
-    The defaults are the recipe of the book's pretrained sorter (``TRAINING_RECIPE``).
-    Returns (model in eval mode, losses: list of the ``steps`` training losses).
+    Every step draws one length n uniformly from [min_len, max_len] and a batch
+    of ``batch_size`` sequences of that length. Adam; the learning rate decays
+    exponentially from ``lr`` to ``final_lr`` over the ``steps`` steps.
+    Everything is seeded by ``seed`` and, with ``threads`` fixed (default 1,
+    restored after), bit-for-bit reproducible on a given machine.
+    ``progress=True`` shows a tqdm bar. The defaults are the recipe of the
+    book's pretrained sorter (``TRAINING_RECIPE``). Returns (model in eval
+    mode, losses: list of the ``steps`` training losses).
     """
     require_positive("lr", lr)
     require_positive("final_lr", final_lr)
     if not 1 <= min_len <= max_len:
-        raise ValueError(f"need 1 <= min_len <= max_len, got min_len={min_len}, max_len={max_len}")
-    with torch_threads(threads), keep_global_rng():  # seeds its own stream; the reader's is restored after
+        raise ValueError(
+            f"need 1 <= min_len <= max_len, got min_len={min_len}, max_len="
+            f"{max_len}"
+        )
+    with (
+        torch_threads(threads),
+        keep_global_rng(),
+    ):  # seeds its own stream; the reader's is restored after
         torch.manual_seed(seed)
         model = PointerNetwork(hidden_dim)
         generator = torch.Generator().manual_seed(seed)
         optimizer = torch.optim.Adam(model.parameters(), lr=lr)
         decay = (final_lr / lr) ** (1.0 / max(steps - 1, 1))
-        schedule = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=decay)
+        schedule = torch.optim.lr_scheduler.ExponentialLR(
+            optimizer, gamma=decay
+        )
         iterator = range(steps)
         if progress:
             from tqdm.auto import tqdm
@@ -111,7 +153,9 @@ def train_sorter(hidden_dim: int = 64, steps: int = 12_000, batch_size: int = 64
         losses = []
         model.train()
         for _ in iterator:
-            n = int(torch.randint(min_len, max_len + 1, (1,), generator=generator))
+            n = int(
+                torch.randint(min_len, max_len + 1, (1,), generator=generator)
+            )
             x, target = sorting_batch(batch_size, n, generator)
             loss = model.loss(x, target)
             optimizer.zero_grad()
@@ -124,38 +168,63 @@ def train_sorter(hidden_dim: int = 64, steps: int = 12_000, batch_size: int = 64
 
 
 def save_sorter(model: PointerNetwork, path, info: dict | None = None) -> None:
-    """Save the weights, the size and a dict of facts (recipe, accuracies) to ``path``.
+    """Save the weights, the size and a dict of facts (recipe, accuracies) to
+    ``path``.
 
-    Written through a buffer, so the bytes do not depend on the file's name (``torch.save``
-    to a path names the archive's inner folder after it): two runs give the same file.
+    Written through a buffer, so the bytes do not depend on the file's name
+    (``torch.save`` to a path names the archive's inner folder after it): two
+    runs give the same file.
     """
-    # Each tensor gets a storage of its own: a module's parameters may be views of one shared
-    # storage, which torch.save would write whole, so the bytes would depend on how they were made.
-    state = {name: tensor.detach().clone() for name, tensor in model.state_dict().items()}
+    # Each tensor gets a storage of its own: a module's parameters may be views
+    # of one shared storage, which torch.save would write whole, so the bytes
+    # would depend on how they were made.
+    state = {
+        name: tensor.detach().clone()
+        for name, tensor in model.state_dict().items()
+    }
     buffer = io.BytesIO()
-    torch.save({"hidden_dim": model.hidden_dim, "state_dict": state, "info": dict(info or {})}, buffer)
+    torch.save(
+        {
+            "hidden_dim": model.hidden_dim,
+            "state_dict": state,
+            "info": dict(info or {}),
+        },
+        buffer,
+    )
     Path(path).write_bytes(buffer.getvalue())
 
 
 def load_sorter(path):
-    """Load a model saved by ``save_sorter``. Returns (model in eval mode, info dict)."""
+    """Load a model saved by ``save_sorter``. Returns (model in eval mode,
+    info dict)."""
     try:
         saved = torch.load(path, map_location="cpu", weights_only=True)
     except FileNotFoundError:
         raise
-    except Exception as error:  # torch's own message would suggest weights_only=False: never do that
+    # torch's own message would suggest weights_only=False: never do that
+    except Exception as error:
         raise ValueError(
-            f"{path} could not be read as a saved sorter (truncated, damaged, or not written by save_sorter): "
+            f"{path} could not be read as a saved sorter (truncated, damaged, "
+            "or not written by save_sorter): "
             f"{type(error).__name__}"
         ) from None
     return _sorter_from(saved)
 
 
 def _sorter_from(saved: dict):
-    """(model in eval mode, info) from the dict ``save_sorter`` writes; torch's global RNG is left as it was."""
-    if not isinstance(saved, dict) or not {"hidden_dim", "state_dict", "info"} <= saved.keys():
-        raise ValueError("the file does not hold a saved PointerNetwork (hidden_dim, state_dict, info)")
-    with keep_global_rng():  # the module's initial weights are drawn, then overwritten
+    """(model in eval mode, info) from the dict ``save_sorter`` writes;
+    torch's global RNG is left as it was."""
+    if (
+        not isinstance(saved, dict)
+        or not {"hidden_dim", "state_dict", "info"} <= saved.keys()
+    ):
+        raise ValueError(
+            "the file does not hold a saved PointerNetwork (hidden_dim, "
+            "state_dict, info)"
+        )
+    with (
+        keep_global_rng()
+    ):  # the module's initial weights are drawn, then overwritten
         model = PointerNetwork(saved["hidden_dim"])
     model.load_state_dict(saved["state_dict"])
     return model.eval(), saved["info"]
@@ -167,12 +236,16 @@ def pretrained_path():
 
 
 def pretrained_sorter(return_info: bool = False):
-    """The book's trained sorting ``PointerNetwork`` (hidden size 64), in eval mode.
+    """The book's trained sorting ``PointerNetwork`` (hidden size 64), in eval
+    mode.
 
     With ``return_info=True`` also returns the dict saved with it: the training
-    recipe and the accuracies it measured (no timings: the file is the same bit for bit on every run).
-    The file's bytes are checked against ``POINTER_SORTER_SHA256`` first (a damaged,
-    truncated or missing file raises a clear error); torch's global RNG is left as it was.
+    recipe and the accuracies it measured (no timings: the file is the same bit
+    for bit on every run). The file's bytes are checked against
+    ``POINTER_SORTER_SHA256`` first (a damaged, truncated or missing file
+    raises a clear error); torch's global RNG is left as it was.
     """
-    model, info = _sorter_from(load_pinned(PRETRAINED_FILE, POINTER_SORTER_SHA256))
+    model, info = _sorter_from(
+        load_pinned(PRETRAINED_FILE, POINTER_SORTER_SHA256)
+    )
     return (model, info) if return_info else model

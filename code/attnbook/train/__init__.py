@@ -1,11 +1,14 @@
 """The scripts that train the models the package ships, one fixed recipe each.
 
-    python -m attnbook.train.<model>            # train, evaluate, write attnbook/data/<file>
-    python -m attnbook.train.<model> --check    # evaluate the shipped file only
+    # train, evaluate, write attnbook/data/<file>
+    python -m attnbook.train.<model>
+    # evaluate the shipped file only
+    python -m attnbook.train.<model> --check
 
-bottleneck, date_translator, sorter, card_lookup, order_classifier and date_transformer.
-Each runs on one thread with fixed seeds, so two runs on one machine write the same weights;
-the file's SHA-256 is pinned next to its loader in ``attnbook.tasks``.
+bottleneck, date_translator, sorter, card_lookup, order_classifier and
+date_transformer. Each runs on one thread with fixed seeds, so two runs on one
+machine write the same weights; the file's SHA-256 is pinned next to its loader
+in ``attnbook.tasks``.
 
 May import: the tasks and everything below them.
 """

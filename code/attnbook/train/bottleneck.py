@@ -1,14 +1,18 @@
-"""Train chapter 5's two copying models, with and without attention, and ship them.
+"""Train chapter 5's two copying models, with and without attention, and ship
+them.
 
-    python -m attnbook.train.bottleneck           # train both, write attnbook/data/bottleneck_models.pt
+    # train both, write attnbook/data/bottleneck_models.pt
+    python -m attnbook.train.bottleneck
     python -m attnbook.train.bottleneck --out /tmp/b.pt
 
-Task: copy a string of random digits, length 4 to 30. Both models are ``Seq2Seq`` GRU
-encoder-decoders of about the same size (``BOTTLENECK_MODELS``), trained with the same
-recipe (``RECIPE``): the same number of steps, the same batches (one generator, one seed),
-one CPU thread, so two runs write the same file bit for bit. Every batch has one length,
-drawn uniformly from 4 to 30. The script prints each model's parameters, wall time and
-exact-match accuracy per length; the chapter evaluates the shipped weights itself.
+Task: copy a string of random digits, length 4 to 30. Both models are
+``Seq2Seq`` GRU encoder-decoders of about the same size
+(``BOTTLENECK_MODELS``), trained with the same recipe (``RECIPE``): the same
+number of steps, the same batches (one generator, one seed), one CPU thread, so
+two runs write the same file bit for bit. Every batch has one length, drawn
+uniformly from 4 to 30. The script prints each model's parameters, wall time
+and exact-match accuracy per length; the chapter evaluates the shipped weights
+itself.
 """
 
 import argparse
@@ -20,16 +24,30 @@ from pathlib import Path
 
 import torch
 
-from ..tasks.copying import BOTTLENECK_FILE, BOTTLENECK_MODELS, COPY_LENGTHS, copy_accuracy, copy_batch
-from ..nn.seq2seq import Seq2Seq, train_seq2seq
 from ..measure.parameters import count_parameters
+from ..nn.seq2seq import Seq2Seq, train_seq2seq
+from ..tasks.copying import (
+    BOTTLENECK_FILE,
+    BOTTLENECK_MODELS,
+    COPY_LENGTHS,
+    copy_accuracy,
+    copy_batch,
+)
 
 RECIPE = {"steps": 1200, "batch_size": 64, "lr": 3e-3, "seed": 0}
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, default=None, help="where to write the weights (default: the package's data)")
+    parser = argparse.ArgumentParser(
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="where to write the weights (default: the package's data)",
+    )
     parser.add_argument("--steps", type=int, default=RECIPE["steps"])
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
@@ -45,19 +63,42 @@ def main(argv=None) -> None:
         torch.manual_seed(recipe["seed"])
         model = Seq2Seq(**config)
         wall, cpu = time.perf_counter(), time.process_time()
-        train_seq2seq(model, make_batch, recipe["steps"], recipe["lr"], recipe["seed"], log_every=200)
+        train_seq2seq(
+            model,
+            make_batch,
+            recipe["steps"],
+            recipe["lr"],
+            recipe["seed"],
+            log_every=200,
+        )
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-        accuracy = {n: round(copy_accuracy(model, n, 200, seed=10_000 + n), 3) for n in range(low, high + 1, 2)}
-        print(f"{name}: {count_parameters(model):,} parameters, wall {wall:.1f} s, CPU {cpu:.1f} s, "
-              f"{recipe['steps'] / wall:.2f} steps/s; accuracy {accuracy}", flush=True)
-        saved["models"][name] = {"config": model.config,
-                                 "state_dict": {k: v.contiguous() for k, v in model.state_dict().items()}}
+        accuracy = {
+            n: round(copy_accuracy(model, n, 200, seed=10_000 + n), 3)
+            for n in range(low, high + 1, 2)
+        }
+        print(
+            f"{name}: {count_parameters(model):,} parameters, wall {wall:.1f} "
+            f"s, CPU {cpu:.1f} s, "
+            f"{recipe['steps'] / wall:.2f} steps/s; accuracy {accuracy}",
+            flush=True,
+        )
+        saved["models"][name] = {
+            "config": model.config,
+            "state_dict": {
+                k: v.contiguous() for k, v in model.state_dict().items()
+            },
+        }
     buffer = io.BytesIO()
     torch.save(saved, buffer)
     data = buffer.getvalue()
-    out = args.out or Path(str(resources.files("attnbook") / "data" / BOTTLENECK_FILE))
+    out = args.out or Path(
+        str(resources.files("attnbook") / "data" / BOTTLENECK_FILE)
+    )
     out.write_bytes(data)
-    print(f"wrote {out} ({len(data):,} bytes), SHA-256 {hashlib.sha256(data).hexdigest()}")
+    print(
+        f"wrote {out} ({len(data):,} bytes), SHA-256 "
+        f"{hashlib.sha256(data).hexdigest()}"
+    )
 
 
 if __name__ == "__main__":

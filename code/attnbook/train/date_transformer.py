@@ -1,15 +1,20 @@
 """Train the book's date Transformer and ship it with the package.
 
-    python -m attnbook.train.date_transformer            # train, evaluate, write attnbook/data/date_transformer.pt
-    python -m attnbook.train.date_transformer --check    # evaluate the shipped file only
+    # train, evaluate, write attnbook/data/date_transformer.pt
+    python -m attnbook.train.date_transformer
+    # evaluate the shipped file only
+    python -m attnbook.train.date_transformer --check
 
-An encoder-decoder Transformer (``attnbook.tasks.date_transformer.DATE_TRANSFORMER_CONFIG``) learns to turn
-dates as people write them into ISO 8601 (``attnbook.tasks.dates``), with teacher forcing and a
-cross-entropy loss. The recipe is ``TRAINING_RECIPE``: a fixed number of Adam steps, a fixed
-seed for the weights and the data, one thread, no dropout, so two runs on one machine give
-the same weights bit for bit. The script prints (and does not store, so that the file is identical on every run) its wall time, CPU time and
-steps per second and the exact-match accuracy (greedy decoding) on ``EVAL_DATES`` fresh
-dates drawn with ``EVAL_SEED``, a seed training never uses.
+An encoder-decoder Transformer
+(``attnbook.tasks.date_transformer.DATE_TRANSFORMER_CONFIG``) learns to turn
+dates as people write them into ISO 8601 (``attnbook.tasks.dates``), with
+teacher forcing and a cross-entropy loss. The recipe is ``TRAINING_RECIPE``: a
+fixed number of Adam steps, a fixed seed for the weights and the data, one
+thread, no dropout, so two runs on one machine give the same weights bit for
+bit. The script prints (and does not store, so that the file is identical on
+every run) its wall time, CPU time and steps per second and the exact-match
+accuracy (greedy decoding) on ``EVAL_DATES`` fresh dates drawn with
+``EVAL_SEED``, a seed training never uses.
 """
 
 import hashlib
@@ -22,22 +27,38 @@ import torch
 import torch.nn.functional as F
 
 from .._weights import training_arguments, weights_digest
-from ..tasks.date_transformer import DATE_TRANSFORMER_CONFIG, DATE_TRANSFORMER_FILE, DateTransformer, build_date_transformer, date_accuracy
 from ..measure.parameters import count_parameters
+from ..tasks.date_transformer import (
+    DATE_TRANSFORMER_CONFIG,
+    DATE_TRANSFORMER_FILE,
+    DateTransformer,
+    build_date_transformer,
+    date_accuracy,
+)
 
 TRAINING_RECIPE = dict(steps=1000, batch_size=64, lr=2e-3, warmup=100, seed=11)
 EVAL_DATES = 2000
 EVAL_SEED = 4242
 
 
-def train_date_transformer(steps: int, batch_size: int, lr: float, warmup: int, seed: int,
-                           progress: bool = False, callback=None, **config):
-    """Train a fresh date Transformer; returns (model in eval mode, list of losses).
+def train_date_transformer(
+    steps: int,
+    batch_size: int,
+    lr: float,
+    warmup: int,
+    seed: int,
+    progress: bool = False,
+    callback=None,
+    **config,
+):
+    """Train a fresh date Transformer; returns (model in eval mode, list of
+    losses).
 
-    Data: ``date_batch(batch_size, generator)`` with a generator seeded ``seed``; weights
-    initialised from ``seed``. Learning rate: linear warm-up over ``warmup`` steps, then
-    cosine decay to 0. Runs on one thread; leaves torch's global RNG untouched.
-    ``callback(step, model)``, if given, is called after every 100th step (1-based).
+    Data: ``date_batch(batch_size, generator)`` with a generator seeded
+    ``seed``; weights initialised from ``seed``. Learning rate: linear warm-up
+    over ``warmup`` steps, then cosine decay to 0. Runs on one thread; leaves
+    torch's global RNG untouched. ``callback(step, model)``, if given, is
+    called after every 100th step (1-based).
     """
     from ..tasks.dates import TARGET_VOCAB, date_batch
 
@@ -45,7 +66,12 @@ def train_date_transformer(steps: int, batch_size: int, lr: float, warmup: int, 
     optimizer = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98))
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer,
-        lambda s: (s + 1) / warmup if s < warmup else 0.5 * (1 + math.cos(math.pi * (s - warmup) / max(1, steps - warmup))),
+        lambda s: (
+            (s + 1) / warmup
+            if s < warmup
+            else 0.5
+            * (1 + math.cos(math.pi * (s - warmup) / max(1, steps - warmup)))
+        ),
     )
     generator = torch.Generator().manual_seed(seed)
     losses = []
@@ -56,7 +82,11 @@ def train_date_transformer(steps: int, batch_size: int, lr: float, warmup: int, 
         for step in range(steps):
             src, src_lens, tgt_in, tgt_out = date_batch(batch_size, generator)
             logits = model(src, src_lens, tgt_in)
-            loss = F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=TARGET_VOCAB.pad)
+            loss = F.cross_entropy(
+                logits.flatten(0, 1),
+                tgt_out.flatten(),
+                ignore_index=TARGET_VOCAB.pad,
+            )
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -64,8 +94,12 @@ def train_date_transformer(steps: int, batch_size: int, lr: float, warmup: int, 
             losses.append(loss.item())
             if (step + 1) % 100 == 0:
                 if progress:
-                    print(f"step {step + 1}: loss {sum(losses[-100:]) / 100:.4f} "
-                          f"({time.perf_counter() - start:.0f} s)", flush=True)
+                    print(
+                        f"step {step + 1}: loss {sum(losses[-100:]) / 100:.4f}"
+                        " "
+                        f"({time.perf_counter() - start:.0f} s)",
+                        flush=True,
+                    )
                 if callback is not None:
                     model.eval()
                     callback(step + 1, model)
@@ -76,16 +110,26 @@ def train_date_transformer(steps: int, batch_size: int, lr: float, warmup: int, 
 
 
 def main(argv=None) -> None:
-    args, recipe, command = training_arguments(argv, __doc__, TRAINING_RECIPE, "train.date_transformer")
+    args, recipe, command = training_arguments(
+        argv, __doc__, TRAINING_RECIPE, "train.date_transformer"
+    )
     torch.set_num_threads(1)
-    out = args.out or Path(__file__).resolve().parents[1] / "data" / DATE_TRANSFORMER_FILE
+    out = (
+        args.out
+        or Path(__file__).resolve().parents[1] / "data" / DATE_TRANSFORMER_FILE
+    )
 
     if args.check:
         saved = torch.load(out, weights_only=True)
         model = build_date_transformer(**saved["config"])
         model.load_state_dict(saved["state_dict"])
         print("stored info:", saved["info"])
-        print("digest", weights_digest(model), "| accuracy", date_accuracy(DateTransformer(model), EVAL_DATES, EVAL_SEED))
+        print(
+            "digest",
+            weights_digest(model),
+            "| accuracy",
+            date_accuracy(DateTransformer(model), EVAL_DATES, EVAL_SEED),
+        )
         return
 
     print("recipe:", recipe, "| model:", DATE_TRANSFORMER_CONFIG, flush=True)
@@ -93,10 +137,18 @@ def main(argv=None) -> None:
     model, losses = train_date_transformer(**recipe, progress=True)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     steps = recipe["steps"]
-    print(f"trained {steps} steps in {wall:.1f} s wall, {cpu:.1f} s CPU: {steps / wall:.1f} steps/s wall, "
-          f"{steps / cpu:.1f} steps/s CPU; mean loss of the last 100 steps {sum(losses[-100:]) / 100:.5f}", flush=True)
+    print(
+        f"trained {steps} steps in {wall:.1f} s wall, {cpu:.1f} s CPU: "
+        f"{steps / wall:.1f} steps/s wall, "
+        f"{steps / cpu:.1f} steps/s CPU; mean loss of the last 100 steps "
+        f"{sum(losses[-100:]) / 100:.5f}",
+        flush=True,
+    )
     accuracy = date_accuracy(DateTransformer(model), EVAL_DATES, EVAL_SEED)
-    print(f"exact-match accuracy on {EVAL_DATES} fresh dates (seed {EVAL_SEED}): {100 * accuracy:.2f}%")
+    print(
+        f"exact-match accuracy on {EVAL_DATES} fresh dates (seed {EVAL_SEED}):"
+        f" {100 * accuracy:.2f}%"
+    )
     info = {
         "recipe": recipe,
         "command": command,
@@ -109,14 +161,22 @@ def main(argv=None) -> None:
         "accuracy": accuracy,
         "digest": weights_digest(model),
     }
-    config = {k: v for k, v in model.config.items() if k in DATE_TRANSFORMER_CONFIG}
+    config = {
+        k: v for k, v in model.config.items() if k in DATE_TRANSFORMER_CONFIG
+    }
     out.parent.mkdir(parents=True, exist_ok=True)
-    state = {name: tensor.contiguous() for name, tensor in model.state_dict().items()}
+    state = {
+        name: tensor.contiguous()
+        for name, tensor in model.state_dict().items()
+    }
     buffer = io.BytesIO()
     torch.save({"config": config, "state_dict": state, "info": info}, buffer)
     out.write_bytes(buffer.getvalue())
-    print(f"weights digest {info['digest']}; saved to {out} ({out.stat().st_size / 1024:.0f} KiB); "
-          f"file SHA-256 {hashlib.sha256(buffer.getvalue()).hexdigest()}")
+    print(
+        f"weights digest {info['digest']}; saved to {out} ("
+        f"{out.stat().st_size / 1024:.0f} KiB); "
+        f"file SHA-256 {hashlib.sha256(buffer.getvalue()).hexdigest()}"
+    )
 
 
 if __name__ == "__main__":

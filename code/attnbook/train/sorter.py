@@ -1,13 +1,16 @@
-"""Train the book's pretrained sorting pointer network and ship it with the package.
+"""Train the book's pretrained sorting pointer network and ship it with the
+package.
 
-    python -m attnbook.train.sorter            # train, evaluate, write attnbook/data/pointer_sorter.pt
+    # train, evaluate, write attnbook/data/pointer_sorter.pt
+    python -m attnbook.train.sorter
     python -m attnbook.train.sorter --check    # evaluate the shipped file only
 
-The recipe is ``attnbook.tasks.sorting.TRAINING_RECIPE``: a fixed number of steps, a
-fixed seed and one thread, so two runs on one machine give the same weights bit
-for bit. The script prints (and does not store: the file must be identical on every run) its wall time, CPU time and steps per
-second (the machine may be shared: CPU time and steps/s are the fairer measure)
-and the exact-match accuracy on 4,000 fresh sequences at n = 5, 10, 15, 20.
+The recipe is ``attnbook.tasks.sorting.TRAINING_RECIPE``: a fixed number of
+steps, a fixed seed and one thread, so two runs on one machine give the same
+weights bit for bit. The script prints (and does not store: the file must be
+identical on every run) its wall time, CPU time and steps per second (the
+machine may be shared: CPU time and steps/s are the fairer measure) and the
+exact-match accuracy on 4,000 fresh sequences at n = 5, 10, 15, 20.
 """
 
 import hashlib
@@ -17,8 +20,14 @@ from pathlib import Path
 import torch
 
 from .._weights import training_arguments, weights_digest
-from ..tasks.sorting import TRAINING_RECIPE
-from ..tasks.sorting import load_sorter, pretrained_path, save_sorter, sorting_accuracy, train_sorter
+from ..tasks.sorting import (
+    TRAINING_RECIPE,
+    load_sorter,
+    pretrained_path,
+    save_sorter,
+    sorting_accuracy,
+    train_sorter,
+)
 
 EVAL_LENGTHS = (5, 10, 15, 20)
 EVAL_SEQUENCES = 4000
@@ -26,12 +35,18 @@ EVAL_SEED = 1234
 
 
 def evaluate(model) -> dict:
-    """Exact-match accuracy (share of whole permutations right) at each evaluation length."""
-    return {n: sorting_accuracy(model, n, EVAL_SEQUENCES, seed=EVAL_SEED + n) for n in EVAL_LENGTHS}
+    """Exact-match accuracy (share of whole permutations right) at each
+    evaluation length."""
+    return {
+        n: sorting_accuracy(model, n, EVAL_SEQUENCES, seed=EVAL_SEED + n)
+        for n in EVAL_LENGTHS
+    }
 
 
 def main(argv=None) -> None:
-    args, recipe, command = training_arguments(argv, __doc__, TRAINING_RECIPE, "train.sorter")
+    args, recipe, command = training_arguments(
+        argv, __doc__, TRAINING_RECIPE, "train.sorter"
+    )
     torch.set_num_threads(1)
 
     if args.check:
@@ -45,11 +60,19 @@ def main(argv=None) -> None:
     model, losses = train_sorter(**recipe, progress=True, threads=1)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     steps = recipe["steps"]
-    print(f"trained {steps} steps in {wall:.1f} s wall, {cpu:.1f} s CPU: {steps / wall:.1f} steps/s wall, "
-          f"{steps / cpu:.1f} steps/s CPU; mean loss of the last 100 steps {sum(losses[-100:]) / len(losses[-100:]):.5f}")
+    print(
+        f"trained {steps} steps in {wall:.1f} s wall, {cpu:.1f} s CPU: "
+        f"{steps / wall:.1f} steps/s wall, "
+        f"{steps / cpu:.1f} steps/s CPU; mean loss of the last 100 steps "
+        f"{sum(losses[-100:]) / len(losses[-100:]):.5f}"
+    )
     accuracy = evaluate(model)
-    print("exact-match accuracy on", EVAL_SEQUENCES, "fresh sequences:",
-          ", ".join(f"n={n}: {100 * a:.2f}%" for n, a in accuracy.items()))
+    print(
+        "exact-match accuracy on",
+        EVAL_SEQUENCES,
+        "fresh sequences:",
+        ", ".join(f"n={n}: {100 * a:.2f}%" for n, a in accuracy.items()),
+    )
     info = {
         "recipe": recipe,
         "command": command,
@@ -63,9 +86,15 @@ def main(argv=None) -> None:
     out = args.out or Path(str(pretrained_path()))
     out.parent.mkdir(parents=True, exist_ok=True)
     save_sorter(model, out, info)
-    print(f"weights digest {info['digest']}; saved to {out} ({out.stat().st_size / 1024:.0f} KiB)")
-    print(f"SHA-256 of the file (pin it as POINTER_SORTER_SHA256 in attnbook/pointer.py when shipping it): "
-          f"{hashlib.sha256(out.read_bytes()).hexdigest()}")
+    print(
+        f"weights digest {info['digest']}; saved to {out} ("
+        f"{out.stat().st_size / 1024:.0f} KiB)"
+    )
+    print(
+        "SHA-256 of the file (pin it as POINTER_SORTER_SHA256 in "
+        "attnbook/pointer.py when shipping it): "
+        f"{hashlib.sha256(out.read_bytes()).hexdigest()}"
+    )
 
 
 if __name__ == "__main__":

@@ -1,8 +1,10 @@
-"""Chapter 7 explorer: pick a token and see its attention row; add positions to break the tie.
+"""Chapter 7 explorer: pick a token and see its attention row; add positions to
+break the tie.
 
-A toy self-attention layer reads a sentence of random (seeded) word vectors. Without
-positional information two copies of the same word are the same input vector, so they
-get identical attention rows; adding the sinusoidal positional encoding separates them.
+A toy self-attention layer reads a sentence of random (seeded) word vectors.
+Without positional information two copies of the same word are the same input
+vector, so they get identical attention rows; adding the sinusoidal positional
+encoding separates them.
 """
 
 import zlib
@@ -12,36 +14,47 @@ import matplotlib.pyplot as plt
 import matplotlib.transforms as transforms
 import torch
 
+from .._checks import (
+    keep_global_rng,
+    require_flag,
+    require_int_in,
+    require_text,
+)
 from ..core.positional import sinusoidal_encoding
 from ..nn.self_attention import SelfAttention
-from .._checks import keep_global_rng, require_flag, require_int_in, require_text
-from ._frames import Choices
 from ._explorer import live_explorer
+from ._frames import Choices
 
 DEFAULT_SENTENCE = "the cat sat on the mat"
 
 
 def word_vector(word: str, dim: int = 16, seed: int = 0) -> torch.Tensor:
-    """A fixed random vector (dim,) for ``word``: the same on every run and machine.
+    """A fixed random vector (dim,) for ``word``: the same on every run and
+    machine.
 
-    The generator is seeded from a CRC-32 of the word (Python's ``hash`` of a str
-    changes from run to run), so equal words always get equal vectors.
+    The generator is seeded from a CRC-32 of the word (Python's ``hash`` of a
+    str changes from run to run), so equal words always get equal vectors.
     """
-    generator = torch.Generator().manual_seed(zlib.crc32(word.encode("utf-8")) + seed)
+    generator = torch.Generator().manual_seed(
+        zlib.crc32(word.encode("utf-8")) + seed
+    )
     return torch.randn(dim, generator=generator)
 
 
 @lru_cache(maxsize=8)
 def toy_self_attention(dim: int = 16, seed: int = 0) -> SelfAttention:
-    """A seeded ``SelfAttention(dim)`` whose queries and keys share one projection.
+    """A seeded ``SelfAttention(dim)`` whose queries and keys share one
+    projection.
 
-    With W_k = W_q = W the scores x_i W W^T x_j^T / sqrt(d) are symmetric and a token's
-    score with itself, |x_i W|^2 / sqrt(d), is never negative; that often, but not
-    always, makes its own column the largest of its row (a token whose projection is
-    longer and points in a similar direction can score higher). Built once per
-    (dim, seed) and reused.
+    With W_k = W_q = W the scores x_i W W^T x_j^T / sqrt(d) are symmetric and a
+    token's score with itself, |x_i W|^2 / sqrt(d), is never negative; that
+    often, but not always, makes its own column the largest of its row (a token
+    whose projection is longer and points in a similar direction can score
+    higher). Built once per (dim, seed) and reused.
     """
-    with keep_global_rng():  # seeded here; the reader's random stream is left as it was
+    with (
+        keep_global_rng()
+    ):  # seeded here; the reader's random stream is left as it was
         torch.manual_seed(seed)
         layer = SelfAttention(dim)
     with torch.no_grad():
@@ -50,15 +63,21 @@ def toy_self_attention(dim: int = 16, seed: int = 0) -> SelfAttention:
 
 
 def self_attention_view(
-    sentence: str = DEFAULT_SENTENCE, token: int = 0, positions: bool = False, dim: int = 16, seed: int = 0
+    sentence: str = DEFAULT_SENTENCE,
+    token: int = 0,
+    positions: bool = False,
+    dim: int = 16,
+    seed: int = 0,
 ) -> dict:
-    """Everything the explorer shows for one token of ``sentence``, with or without positions.
+    """Everything the explorer shows for one token of ``sentence``, with or
+    without positions.
 
-    Returns a dict with ``tokens`` (list of n words), ``token`` (the chosen index),
-    ``positions``, ``weights`` (n, n) attention matrix, ``row`` (n,) the chosen token's
-    attention row, ``copies`` (indices of every occurrence of the chosen word) and
-    ``copy_gap``: the largest difference between the attention rows of those copies
-    (0.0 when the word occurs once; 0 up to float rounding for repeated words without positions).
+    Returns a dict with ``tokens`` (list of n words), ``token`` (the chosen
+    index), ``positions``, ``weights`` (n, n) attention matrix, ``row`` (n,)
+    the chosen token's attention row, ``copies`` (indices of every occurrence
+    of the chosen word) and ``copy_gap``: the largest difference between the
+    attention rows of those copies (0.0 when the word occurs once; 0 up to
+    float rounding for repeated words without positions).
     """
     tokens = require_text("sentence", sentence).split()
     if not tokens:
@@ -66,9 +85,17 @@ def self_attention_view(
     require_flag("positions", positions)
     require_int_in("dim", dim, 1, 1024)
     require_int_in("seed", seed, 0, 2**32 - 1)
-    if isinstance(token, bool) or not isinstance(token, int) or not 0 <= token < len(tokens):
-        raise ValueError(f"token must be an index in [0, {len(tokens) - 1}], got {token!r}")
-    x = torch.stack([word_vector(word, dim, seed) for word in tokens])  # (n, dim)
+    if (
+        isinstance(token, bool)
+        or not isinstance(token, int)
+        or not 0 <= token < len(tokens)
+    ):
+        raise ValueError(
+            f"token must be an index in [0, {len(tokens) - 1}], got {token!r}"
+        )
+    x = torch.stack(
+        [word_vector(word, dim, seed) for word in tokens]
+    )  # (n, dim)
     if positions:
         x = x + sinusoidal_encoding(len(tokens), dim)
     with torch.no_grad():
@@ -87,26 +114,54 @@ def self_attention_view(
 
 
 def plot_self_attention(view: dict):
-    """The whole attention matrix with the chosen row framed (left), that row as bars (right).
+    """The whole attention matrix with the chosen row framed (left), that row
+    as bars (right).
 
-    Labels are plain text objects rather than axis ticks: matplotlib lays ticks out
-    anew on every draw, and with ticks an explorer update took about twice as long.
+    Labels are plain text objects rather than axis ticks: matplotlib lays ticks
+    out anew on every draw, and with ticks an explorer update took about twice
+    as long.
     """
     tokens = view["tokens"]
     n = len(tokens)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(7.5, 2.6), gridspec_kw={"width_ratios": [1, 1.6]})
-    fig.subplots_adjust(left=0.1, right=0.98, bottom=0.14, top=0.88, wspace=0.25)
+    fig, (left, right) = plt.subplots(
+        1, 2, figsize=(7.5, 2.6), gridspec_kw={"width_ratios": [1, 1.6]}
+    )
+    fig.subplots_adjust(
+        left=0.1, right=0.98, bottom=0.14, top=0.88, wspace=0.25
+    )
     left.imshow(torch.zeros(n, n).numpy(), cmap="Reds", vmin=0, vmax=1)
-    left.add_patch(plt.Rectangle((-0.5, -0.5), n, 1, fill=False, edgecolor="black", linewidth=2))
+    left.add_patch(
+        plt.Rectangle(
+            (-0.5, -0.5), n, 1, fill=False, edgecolor="black", linewidth=2
+        )
+    )
     right.bar(range(n), torch.zeros(n).numpy())
     right.set_ylim(0, 1)
-    under_bars = transforms.blended_transform_factory(right.transData, right.transAxes)
+    under_bars = transforms.blended_transform_factory(
+        right.transData, right.transAxes
+    )
     for j, word in enumerate(tokens):
         left.text(-0.7, j, f"{j}:{word}", ha="right", va="center", fontsize=8)
-        right.text(j, -0.03, f"{j}:{word}", ha="center", va="top", fontsize=8, transform=under_bars)
+        right.text(
+            j,
+            -0.03,
+            f"{j}:{word}",
+            ha="center",
+            va="top",
+            fontsize=8,
+            transform=under_bars,
+        )
     for level in (0.0, 0.5, 1.0):
         right.axhline(level, color="0.85", linewidth=0.8, zorder=0)
-        right.text(-0.01, level, f"{level:g}", ha="right", va="center", fontsize=8, transform=right.get_yaxis_transform())
+        right.text(
+            -0.01,
+            level,
+            f"{level:g}",
+            ha="right",
+            va="center",
+            fontsize=8,
+            transform=right.get_yaxis_transform(),
+        )
     for ax in (left, right):
         ax.set_xticks([])
         ax.set_yticks([])
@@ -116,21 +171,28 @@ def plot_self_attention(view: dict):
 
 
 def update_self_attention_figure(fig, view: dict) -> list:
-    """Show ``view`` in a figure made by ``plot_self_attention`` for the same sentence; returns the changed artists.
+    """Show ``view`` in a figure made by ``plot_self_attention`` for the same
+    sentence; returns the changed artists.
 
-    Only data, colours and titles change (no new axes, no layout pass): the matrix
-    image (n, n), the frame round the chosen row, the n bars and both titles, the
-    same artists in the same order for every view of the sentence.
+    Only data, colours and titles change (no new axes, no layout pass): the
+    matrix image (n, n), the frame round the chosen row, the n bars and both
+    titles, the same artists in the same order for every view of the sentence.
     """
     left, right = fig.axes
     token, n = view["token"], len(view["tokens"])
     if len(right.patches) != n:
-        raise ValueError(f"figure has {len(right.patches)} bars but the view has {n} tokens")
+        raise ValueError(
+            f"figure has {len(right.patches)} bars but the view has {n} tokens"
+        )
     (image,) = left.images
     image.set_data(view["weights"].numpy())
     (frame,) = left.patches
     frame.set_y(token - 0.5)
-    left.set_title("attention matrix, " + ("with positions" if view["positions"] else "no positions"), fontsize=9)
+    left.set_title(
+        "attention matrix, "
+        + ("with positions" if view["positions"] else "no positions"),
+        fontsize=9,
+    )
     bars = list(right.patches)
     for j, (bar, height) in enumerate(zip(bars, view["row"].tolist())):
         bar.set_height(height)
@@ -142,23 +204,40 @@ def update_self_attention_figure(fig, view: dict) -> list:
     return [image, frame, left.title, *bars, right.title]
 
 
-def self_attention_explorer(sentence: str = DEFAULT_SENTENCE, token: int = 0, positions: bool = False):
-    """A token slider and a positional-encoding switch; redraws the attention row."""
+def self_attention_explorer(
+    sentence: str = DEFAULT_SENTENCE, token: int = 0, positions: bool = False
+):
+    """A token slider and a positional-encoding switch; redraws the
+    attention row."""
     import ipywidgets as widgets
 
     tokens = sentence.split()
     token_options = [(f"{j}: {word}", j) for j, word in enumerate(tokens)]
     controls = {
         "token": widgets.SelectionSlider(
-            options=token_options, value=token, description="token",
+            options=token_options,
+            value=token,
+            description="token",
             continuous_update=False,
         ),
-        "positions": widgets.Checkbox(value=positions, description="add positional encoding"),
+        "positions": widgets.Checkbox(
+            value=positions, description="add positional encoding"
+        ),
     }
     view = partial(self_attention_view, sentence)
     frames = {
         "token": Choices("token", token_options, value=token),
-        "positions": Choices("add positional encoding", [("no", False), ("yes", True)], kind="buttons",
-                             value=positions),
+        "positions": Choices(
+            "add positional encoding",
+            [("no", False), ("yes", True)],
+            kind="buttons",
+            value=positions,
+        ),
     }
-    return live_explorer(controls, view, plot_self_attention, update_self_attention_figure, frames=frames)
+    return live_explorer(
+        controls,
+        view,
+        plot_self_attention,
+        update_self_attention_figure,
+        frames=frames,
+    )
