@@ -92,7 +92,7 @@ def main(argv=None) -> None:
     print(
         f"saved {out} ({out.stat().st_size / 1024:.0f} KiB); SHA-256 (pin it "
         "as CARD_LOOKUP_SHA256 in "
-        "attnbook/lookup.py when shipping it): "
+        "attnbook/tasks/card_lookup.py when shipping it): "
         f"{hashlib.sha256(out.read_bytes()).hexdigest()}"
     )
 

@@ -14,7 +14,7 @@ exact-match accuracy (greedy decoding) on ``EVAL_SIZE`` fresh random dates in
 random forms drawn with ``EVAL_SEED``, a seed the training never uses (training
 draws every batch from one generator seeded with ``RECIPE['seed']``). After
 training, pin the printed digest as ``TRANSLATOR_SHA256`` in
-``attnbook/seq2seq.py``.
+``attnbook/tasks/date_translator.py``.
 """
 
 import argparse

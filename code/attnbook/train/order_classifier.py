@@ -88,7 +88,7 @@ def main(argv=None) -> None:
     print(
         f"saved {out} ({out.stat().st_size / 1024:.0f} KiB); SHA-256 (pin it "
         "as ORDER_CLASSIFIER_SHA256 in "
-        "attnbook/classifier.py when shipping it): "
+        "attnbook/tasks/order_classifier.py when shipping it): "
         f"{hashlib.sha256(out.read_bytes()).hexdigest()}"
     )
 

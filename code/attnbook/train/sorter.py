@@ -92,7 +92,7 @@ def main(argv=None) -> None:
     )
     print(
         "SHA-256 of the file (pin it as POINTER_SORTER_SHA256 in "
-        "attnbook/pointer.py when shipping it): "
+        "attnbook/tasks/sorting.py when shipping it): "
         f"{hashlib.sha256(out.read_bytes()).hexdigest()}"
     )
 
