@@ -2,6 +2,19 @@
 
 Soft attention returns the expectation of the values under the attention
 distribution; hard attention returns one value, picked by argmax or sampled.
+
+``attention`` and ``attention_weights`` read as the idea: check the inputs,
+take the masked softmax of the scores, average the values. The rare cases live
+in the private helpers below them:
+
+- half precision: float16/bfloat16 inputs are scored and normalised in
+  float32, as PyTorch does;
+- memory: when no gradient is needed the softmax overwrites the scores this
+  call computed (never a tensor a custom ``score`` returns as is), so the
+  n_q x n_k matrix exists once, not twice; a matrix larger than
+  ``attnbook.set_matrix_memory_limit`` is refused before it is allocated;
+- garbage under the mask: a masked key or value that holds NaN or inf never
+  reaches an output or a gradient.
 """
 
 import math
@@ -25,241 +38,32 @@ from .scoring import AdditiveScore, BilinearScore, dot_score, scaled_dot_score
 HARD_MODES = ("argmax", "sample")
 
 
-# Scoring functions that always return a tensor they have just allocated: only
-# their output may be overwritten by the softmax. A user's callable may return
-# a tensor the caller owns (a precomputed matrix, a parameter, a view of the
-# queries): never touched.
-_FRESH_SCORE_FUNCTIONS = (scaled_dot_score, dot_score)
-_FRESH_SCORE_MODULES = (AdditiveScore, BilinearScore)
+def attention(queries, keys, values, score=scaled_dot_score, mask=None):
+    """Soft attention: every output is a weighted average of the values.
 
-
-def _compute_scores(queries, keys, score):
-    """(scores, owned): the scores in the compute dtype (float32 for half
-    inputs), and whether this call allocated them (so the softmax may
-    overwrite them in place)."""
-    work = compute_dtype(queries.dtype)
-    if score in _FRESH_SCORE_FUNCTIONS:
-        # float16/bfloat16: q k^T would overflow past 65,504 (or lose digits)
-        if work != queries.dtype:
-            queries, keys = queries.to(work), keys.to(work)
-        return score(queries, keys), True
-    scores = score(queries, keys)
-    require_tensor("the output of score", scores)
-    require_float("the output of score", scores)
-    if scores.dim() < 2 or scores.shape[-2:] != (
-        queries.shape[-2],
-        keys.shape[-2],
-    ):
-        raise ValueError(
-            f"score returned shape {tuple(scores.shape)}, but "
-            f"{queries.shape[-2]} queries and {keys.shape[-2]} keys "
-            f"need scores (..., {queries.shape[-2]}, {keys.shape[-2]})"
-        )
-    if scores.dtype in HALF_DTYPES:
-        return scores.to(torch.float32), True
-    return scores, type(
-        score
-    ) in _FRESH_SCORE_MODULES and scores is not queries and scores is not keys
-
-
-def _scores_surely_finite(
-    queries: torch.Tensor, keys: torch.Tensor, score, work: torch.dtype
-) -> bool:
-    """True if dot-product scores of these inputs cannot be NaN or overflow in
-    ``work``.
-
-    |q . k| <= max|q| * max|k| * d: a check over the n (not n_q x n_k) inputs
-    that spares masked_softmax its pass over the whole score matrix. NaN in the
-    inputs makes it False.
+    queries (..., n_q, d_q), keys (..., n_k, d_k), values (..., n_k, d_v), one
+    float dtype; score maps (queries, keys) to scores (..., n_q, n_k); mask:
+    boolean, True = keep, broadcastable to the scores. Returns (output
+    (..., n_q, d_v), weights (..., n_q, n_k)); a query whose keys are all
+    masked gets zero weights and a zero output.
     """
-    if (
-        score not in _FRESH_SCORE_FUNCTIONS
-        or queries.numel() == 0
-        or keys.numel() == 0
-    ):
-        return False
-    q, k = queries.detach(), keys.detach()
-    # amax and amin are vectorised reductions that allocate nothing (abs()
-    # would copy the inputs).
-    largest_q = max(float(q.amax()), -float(q.amin()))
-    largest_k = max(float(k.amax()), -float(k.amin()))
-    return (
-        largest_q * largest_k * queries.shape[-1] < torch.finfo(work).max / 4
-    )  # False for NaN
-
-
-def _drop_masked_garbage(keys: torch.Tensor, mask) -> torch.Tensor:
-    """``keys`` with the rows no query keeps set to 0 when they hold NaN or
-    inf.
-
-    Padding often holds garbage; a masked key must not reach any output or
-    gradient (0 * NaN is NaN in a matrix product's backward pass). Finite keys
-    are returned as they are.
-    """
-    if (
-        mask is None
-        or not keys.is_floating_point()
-        or bool(torch.isfinite(keys).all())
-    ):
-        return keys
-    kept = (
-        mask.any(dim=-2) if mask.dim() >= 2 else mask
-    )  # (..., n_k or 1): kept by some query
-    return torch.where(
-        kept.unsqueeze(-1),
-        keys,
-        torch.zeros((), dtype=keys.dtype, device=keys.device),
-    )
-
-
-def _weighted_values(
-    weights: torch.Tensor, values: torch.Tensor, masked: bool
-) -> torch.Tensor:
-    """``weights @ values``, except that a non-finite value under weight
-    exactly 0 adds nothing.
-
-    Only when a mask was given and some value is NaN or inf (rare: garbage in
-    padding) does anything more than the matrix product run: the non-finite
-    entries are taken out of the product and added back, block by block of
-    keys, only where their weight is nonzero.
-    """
-    if not masked or bool(torch.isfinite(values).all()):
-        return weights @ values
-    bad = ~torch.isfinite(values)
-    zero = torch.zeros((), dtype=values.dtype, device=values.device)
-    output = weights @ values.masked_fill(bad, 0.0)
-    garbage = torch.where(bad, values, zero)
-    rows = (
-        bad.any(dim=-1)
-        .reshape(-1, values.shape[-2])
-        .any(dim=0)
-        .nonzero()
-        .flatten()
-    )
-    for block in rows.split(64):
-        w = weights[..., block].unsqueeze(-1)  # (..., n_q, m, 1)
-        v = garbage[..., block, :].unsqueeze(-3)  # (..., 1, m, d_v)
-        output = output + (w * torch.where(w != 0, v, zero)).sum(dim=-2)
-    return output
-
-
-def _check_queries_keys(queries, keys) -> None:
-    require_sequences(queries=queries, keys=keys)
-    require_same_dtype(queries=queries, keys=keys)
+    _check_inputs(queries, keys, values, mask)
+    weights = _attention_weights(queries, keys, score, mask)  # step 1
+    output = _weighted_average(weights, values, mask)  # step 2
+    return output.to(values.dtype), weights.to(values.dtype)
 
 
 def attention_weights(
     queries, keys, score=scaled_dot_score, mask=None
 ) -> torch.Tensor:
-    """The attention distribution:
-    ``masked_softmax(score(queries, keys), mask)``.
+    """The attention distribution: masked_softmax(score(queries, keys), mask).
 
-    queries: (..., n_q, d_q), keys: (..., n_k, d_k); mask: boolean, True =
-    keep, broadcastable to the scores (..., n_q, n_k). Returns weights (...,
-    n_q, n_k) in the dtype of the queries. When no gradient is needed the
-    softmax overwrites the scores this call computed (never a tensor a custom
-    ``score`` returns as is), so the n_q x n_k matrix exists once, not twice.
-    Float16/bfloat16 inputs are scored and normalised in float32, as PyTorch
-    does. A matrix larger than ``attnbook.set_matrix_memory_limit`` is refused
-    before it is allocated.
+    queries (..., n_q, d_q), keys (..., n_k, d_k); mask: boolean, True =
+    keep, broadcastable to the scores (..., n_q, n_k). Returns the weights
+    (..., n_q, n_k) in the dtype of the queries.
     """
-    _check_queries_keys(queries, keys)
+    _check_inputs(queries, keys, None, mask)
     return _attention_weights(queries, keys, score, mask).to(queries.dtype)
-
-
-def _attention_weights(queries, keys, score, mask) -> torch.Tensor:
-    """The weights in the compute dtype (float32 for half inputs); inputs
-    already checked."""
-    shape = (
-        *torch.broadcast_shapes(queries.shape[:-2], keys.shape[:-2]),
-        queries.shape[-2],
-        keys.shape[-2],
-    )
-    require_matrix_fits(
-        "the score matrix", shape, compute_dtype(queries.dtype)
-    )
-    if mask is not None:
-        require_bool_mask(mask, torch.Size(shape))
-    keys = _drop_masked_garbage(keys, mask)
-    if (
-        mask is not None
-        and score in _FRESH_SCORE_FUNCTIONS
-        and not bool(torch.isfinite(keys).all())
-    ):
-        scores, owned = (
-            _scores_with_partly_masked_garbage(queries, keys, score, mask),
-            True,
-        )
-    else:
-        scores, owned = _compute_scores(queries, keys, score)
-    inplace = owned and not (scores.requires_grad and torch.is_grad_enabled())
-    finite = _scores_surely_finite(queries, keys, score, scores.dtype)
-    return _masked_softmax(scores, mask, -1, inplace, known_finite=finite)
-
-
-def _scores_with_partly_masked_garbage(
-    queries, keys, score, mask
-) -> torch.Tensor:
-    """Dot-product scores when some key holding NaN/inf is kept by some queries
-    and masked for others.
-
-    The matrix product runs on keys with those entries set to 0 (so its
-    backward pass never multiplies a zero gradient by NaN); the columns of
-    those keys are then recomputed elementwise, with the key taken as 0
-    wherever the mask drops it: a query that keeps the key gets its true
-    (non-finite) score, one that masks it gets no NaN, in the output or the
-    gradient.
-    """
-    work = compute_dtype(queries.dtype)
-    q, k = queries.to(work), keys.to(work)
-    bad = ~torch.isfinite(k)
-    scores = score(q, k.masked_fill(bad, 0.0))
-    scale = 1.0 / math.sqrt(q.shape[-1]) if score is scaled_dot_score else 1.0
-    columns = (
-        bad.any(dim=-1).reshape(-1, k.shape[-2]).any(dim=0).nonzero().flatten()
-    )
-    kept = mask.expand(scores.shape)[..., columns]  # (..., n_q, m)
-    zero = torch.zeros((), dtype=work, device=k.device)
-    garbage_keys = torch.where(
-        kept.unsqueeze(-1), k[..., columns, :].unsqueeze(-3), zero
-    )  # (..., n_q, m, d)
-    exact = (q.unsqueeze(-2) * garbage_keys).sum(dim=-1) * scale
-    return scores.index_copy(-1, columns, exact)
-
-
-def _check_values(queries, keys, values) -> None:
-    require_sequences(keys=keys, values=values)
-    require_same_size(
-        "number of keys and values",
-        "keys",
-        keys.shape[-2],
-        "values",
-        values.shape[-2],
-    )
-    require_sequences(queries=queries, keys=keys, values=values)
-    require_same_dtype(queries=queries, keys=keys, values=values)
-
-
-def attention(queries, keys, values, score=scaled_dot_score, mask=None):
-    """Soft attention: each query's output is the weighted average of the
-    values.
-
-    queries: (..., n_q, d_q), keys: (..., n_k, d_k), values: (..., n_k, d_v),
-    one float dtype.
-    score: any scoring function or module mapping (queries, keys) -> (..., n_q,
-    n_k).
-    mask: boolean, True = keep, broadcastable to (..., n_q, n_k).
-    Returns (output (..., n_q, d_v), weights (..., n_q, n_k)), in the inputs'
-    dtype. A query whose keys are all masked gets zero weights and a zero
-    output; a masked key or value never reaches an output or a gradient, even
-    if it holds NaN or inf.
-    """
-    _check_values(queries, keys, values)
-    weights = _attention_weights(queries, keys, score, mask)
-    output = _weighted_values(
-        weights, values.to(weights.dtype), mask is not None
-    )
-    return output.to(values.dtype), weights.to(values.dtype)
 
 
 def hard_attention(
@@ -282,7 +86,7 @@ def hard_attention(
     """
     if mode not in HARD_MODES:
         raise ValueError(f"mode must be one of {HARD_MODES}, got {mode!r}")
-    _check_values(queries, keys, values)
+    _check_inputs(queries, keys, values, mask)
     weights = _attention_weights(queries, keys, score, mask)
     if torch.isnan(weights).any():
         raise ValueError(
@@ -300,10 +104,213 @@ def hard_attention(
         index = torch.multinomial(flat, 1, generator=generator).reshape(
             weights.shape[:-1]
         )
-    # Give values and index the same batch dimensions, then pick row index[...,
-    # i] for query i.
+    # Give values and index the same batch dimensions, then pick row
+    # index[..., i] for query i.
     batch = torch.broadcast_shapes(values.shape[:-2], index.shape[:-1])
     index = index.expand(*batch, index.shape[-1])
     values = values.expand(*batch, *values.shape[-2:])
     output = torch.take_along_dim(values, index.unsqueeze(-1), dim=-2)
     return output, index
+
+
+# ---------------------------------------------------------------------------
+# The two steps, and what they do in the rare cases.
+# ---------------------------------------------------------------------------
+
+
+def _check_inputs(queries, keys, values=None, mask=None) -> None:
+    """Clear errors for bad inputs, before any large tensor is allocated.
+
+    values=None checks queries and keys only (``attention_weights``).
+    """
+    if values is None:
+        require_sequences(queries=queries, keys=keys)
+        require_same_dtype(queries=queries, keys=keys)
+    else:
+        require_sequences(keys=keys, values=values)
+        require_same_size(
+            "number of keys and values",
+            "keys",
+            keys.shape[-2],
+            "values",
+            values.shape[-2],
+        )
+        require_sequences(queries=queries, keys=keys, values=values)
+        require_same_dtype(queries=queries, keys=keys, values=values)
+    batch = torch.broadcast_shapes(queries.shape[:-2], keys.shape[:-2])
+    shape = (*batch, queries.shape[-2], keys.shape[-2])
+    work = compute_dtype(queries.dtype)
+    require_matrix_fits("the score matrix", shape, work)
+    if mask is not None:
+        require_bool_mask(mask, torch.Size(shape))
+
+
+def _attention_weights(queries, keys, score, mask) -> torch.Tensor:
+    """Step 1, ``masked_softmax(score(queries, keys), mask)``, in the compute
+    dtype (float32 for half inputs); the inputs are already checked."""
+    scores, owned, finite = _scores(queries, keys, score, mask)
+    # Write the weights over the scores if this call allocated them and no
+    # gradient needs them: the n_q x n_k matrix then exists once.
+    inplace = owned and not (scores.requires_grad and torch.is_grad_enabled())
+    return _masked_softmax(scores, mask, -1, inplace, known_finite=finite)
+
+
+def _weighted_average(weights, values, mask) -> torch.Tensor:
+    """Step 2, ``weights @ values`` in the dtype of the weights; a NaN or inf
+    value under a weight of exactly 0 adds nothing (``_weighted_values``)."""
+    values = values.to(weights.dtype)
+    return _weighted_values(weights, values, mask is not None)
+
+
+# Scoring functions that always return a tensor they have just allocated: only
+# their output may be overwritten by the softmax. A user's callable may return
+# a tensor the caller owns (a precomputed matrix, a parameter, a view of the
+# queries): never touched.
+_FRESH_SCORE_FUNCTIONS = (scaled_dot_score, dot_score)
+_FRESH_SCORE_MODULES = (AdditiveScore, BilinearScore)
+
+
+def _scores(queries, keys, score, mask):
+    """(scores, owned, finite): ``score(queries, keys)`` in the compute dtype.
+
+    owned: this call allocated the scores, so the softmax may overwrite them;
+    finite: they are proved finite without a pass over the n_q x n_k matrix.
+    Keys holding NaN or inf under the mask are kept out (see the helpers).
+    """
+    keys = _drop_masked_garbage(keys, mask)
+    if (
+        mask is not None
+        and score in _FRESH_SCORE_FUNCTIONS
+        and not bool(torch.isfinite(keys).all())
+    ):
+        scores = _scores_with_partly_masked_garbage(queries, keys, score, mask)
+        owned = True
+    else:
+        scores, owned = _compute_scores(queries, keys, score)
+    finite = _scores_surely_finite(queries, keys, score, scores.dtype)
+    return scores, owned, finite
+
+
+def _compute_scores(queries, keys, score):
+    """(scores, owned): the scores in the compute dtype (float32 for half
+    inputs), and whether this call allocated them (so the softmax may
+    overwrite them in place)."""
+    work = compute_dtype(queries.dtype)
+    if score in _FRESH_SCORE_FUNCTIONS:
+        # float16/bfloat16: q k^T would overflow past 65,504 (or lose digits)
+        if work != queries.dtype:
+            queries, keys = queries.to(work), keys.to(work)
+        return score(queries, keys), True
+    scores = score(queries, keys)
+    require_tensor("the output of score", scores)
+    require_float("the output of score", scores)
+    n_q, n_k = queries.shape[-2], keys.shape[-2]
+    if scores.dim() < 2 or scores.shape[-2:] != (n_q, n_k):
+        raise ValueError(
+            f"score returned shape {tuple(scores.shape)}, but "
+            f"{n_q} queries and {n_k} keys need scores (..., {n_q}, {n_k})"
+        )
+    if scores.dtype in HALF_DTYPES:
+        return scores.to(torch.float32), True
+    fresh = type(score) in _FRESH_SCORE_MODULES
+    return scores, fresh and scores is not queries and scores is not keys
+
+
+def _scores_surely_finite(
+    queries: torch.Tensor, keys: torch.Tensor, score, work: torch.dtype
+) -> bool:
+    """True if dot-product scores of these inputs cannot be NaN or overflow
+    in ``work``.
+
+    |q . k| <= max|q| * max|k| * d: a check over the n (not n_q x n_k) inputs
+    that spares masked_softmax its pass over the whole score matrix. NaN in
+    the inputs makes it False.
+    """
+    if (
+        score not in _FRESH_SCORE_FUNCTIONS
+        or queries.numel() == 0
+        or keys.numel() == 0
+    ):
+        return False
+    q, k = queries.detach(), keys.detach()
+    # amax and amin are vectorised reductions that allocate nothing (abs()
+    # would copy the inputs).
+    largest_q = max(float(q.amax()), -float(q.amin()))
+    largest_k = max(float(k.amax()), -float(k.amin()))
+    bound = largest_q * largest_k * queries.shape[-1]
+    return bound < torch.finfo(work).max / 4  # False for NaN
+
+
+def _drop_masked_garbage(keys: torch.Tensor, mask) -> torch.Tensor:
+    """``keys`` with the rows no query keeps set to 0 when they hold NaN or
+    inf.
+
+    Padding often holds garbage; a masked key must not reach any output or
+    gradient (0 * NaN is NaN in a matrix product's backward pass). Finite keys
+    are returned as they are.
+    """
+    if (
+        mask is None
+        or not keys.is_floating_point()
+        or bool(torch.isfinite(keys).all())
+    ):
+        return keys
+    # (..., n_k or 1): kept by some query
+    kept = mask.any(dim=-2) if mask.dim() >= 2 else mask
+    zero = torch.zeros((), dtype=keys.dtype, device=keys.device)
+    return torch.where(kept.unsqueeze(-1), keys, zero)
+
+
+def _weighted_values(
+    weights: torch.Tensor, values: torch.Tensor, masked: bool
+) -> torch.Tensor:
+    """``weights @ values``, except that a non-finite value under weight
+    exactly 0 adds nothing.
+
+    Only when a mask was given and some value is NaN or inf (rare: garbage in
+    padding) does anything more than the matrix product run: the non-finite
+    entries are taken out of the product and added back, block by block of
+    keys, only where their weight is nonzero.
+    """
+    if not masked or bool(torch.isfinite(values).all()):
+        return weights @ values
+    bad = ~torch.isfinite(values)
+    zero = torch.zeros((), dtype=values.dtype, device=values.device)
+    output = weights @ values.masked_fill(bad, 0.0)
+    garbage = torch.where(bad, values, zero)
+    bad_rows = bad.any(dim=-1).reshape(-1, values.shape[-2]).any(dim=0)
+    for block in bad_rows.nonzero().flatten().split(64):
+        w = weights[..., block].unsqueeze(-1)  # (..., n_q, m, 1)
+        v = garbage[..., block, :].unsqueeze(-3)  # (..., 1, m, d_v)
+        output = output + (w * torch.where(w != 0, v, zero)).sum(dim=-2)
+    return output
+
+
+def _scores_with_partly_masked_garbage(
+    queries, keys, score, mask
+) -> torch.Tensor:
+    """Dot-product scores when some key holding NaN/inf is kept by some
+    queries and masked for others.
+
+    The matrix product runs on keys with those entries set to 0 (so its
+    backward pass never multiplies a zero gradient by NaN); the columns of
+    those keys are then recomputed elementwise, with the key taken as 0
+    wherever the mask drops it: a query that keeps the key gets its true
+    (non-finite) score, one that masks it gets no NaN, in the output or the
+    gradient.
+    """
+    work = compute_dtype(queries.dtype)
+    q, k = queries.to(work), keys.to(work)
+    bad = ~torch.isfinite(k)
+    scores = score(q, k.masked_fill(bad, 0.0))
+    scale = 1.0 / math.sqrt(q.shape[-1]) if score is scaled_dot_score else 1.0
+    bad_keys = bad.any(dim=-1).reshape(-1, k.shape[-2]).any(dim=0)
+    columns = bad_keys.nonzero().flatten()
+    kept = mask.expand(scores.shape)[..., columns]  # (..., n_q, m)
+    zero = torch.zeros((), dtype=work, device=k.device)
+    # (..., n_q, m, d): each query's copy of the keys, 0 where it drops them
+    garbage_keys = torch.where(
+        kept.unsqueeze(-1), k[..., columns, :].unsqueeze(-3), zero
+    )
+    exact = (q.unsqueeze(-2) * garbage_keys).sum(dim=-1) * scale
+    return scores.index_copy(-1, columns, exact)

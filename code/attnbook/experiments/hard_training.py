@@ -128,19 +128,14 @@ def expected_loss(
     return (weights * choice_losses(items, target)).sum(dim=-1).mean()
 
 
-def reinforce_surrogate(
-    log_probs: torch.Tensor,
-    losses: torch.Tensor,
-    baseline: torch.Tensor | float = 0.0,
-) -> torch.Tensor:
-    """A scalar whose gradient is the score-function (REINFORCE) estimate of
-    grad E[L].
+def reinforce_surrogate(log_probs, losses, baseline=0.0) -> torch.Tensor:
+    """A scalar whose gradient is the REINFORCE estimate of grad E[L].
 
     log_probs: (batch,) log p(z) of the sampled choices (with gradient);
-    losses: (batch,) their losses L(z); baseline: a number or (batch,) tensor
-    that does not depend on the choice of the same example. Returns mean((L -
-    b) * log p(z)), with L - b detached, so backward() gives mean((L - b) *
-    grad log p(z)).
+    losses: (batch,) their losses L(z); baseline b: a number, or a (batch,)
+    tensor that does not depend on the example's own choice. Returns
+    mean((L - b) * log p(z)) with L - b detached: backward() gives
+    mean((L - b) * grad log p(z)), the score-function estimate.
     """
     return ((losses - baseline).detach() * log_probs).mean()
 
@@ -185,33 +180,35 @@ def evaluate_selector(
 
 
 def selector_loss(
-    method: str, weights, items, target, generator=None, baseline: bool = True
+    method, weights, items, target, generator=None, baseline=True
 ) -> torch.Tensor:
-    """The scalar to backpropagate for one training batch.
+    """The scalar to backpropagate for one batch, by training ``method``.
 
-    weights: (batch, n_items) attention distribution; items: (batch, n_items,
-    dim);
-    target: (batch,). method "soft": ``soft_loss``. method "expected":
-    ``expected_loss`` (the exact gradient of hard attention's expected loss).
-    method "reinforce": draw one item per example from ``weights`` with
-    ``generator`` and return ``reinforce_surrogate`` of its loss, with a
-    leave-one-out baseline (or none if ``baseline`` is False).
+    weights (batch, n), items (batch, n, dim), target (batch,). "soft": the
+    loss of the weighted average; "expected": hard attention's exact expected
+    loss; "reinforce": the REINFORCE surrogate of it (``reinforce_loss``).
     """
+    _check_method(method)
     if method == "soft":
         return soft_loss(weights, items, target)
     if method == "expected":
         return expected_loss(weights, items, target)
-    if method != "reinforce":
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    return reinforce_loss(weights, items, target, generator, baseline)
+
+
+def reinforce_loss(weights, items, target, generator=None, baseline=True):
+    """REINFORCE's surrogate for one batch: one item z ~ ``weights`` drawn
+    per example with ``generator``; baseline leave-one-out (False: none)."""
     rows = torch.arange(weights.shape[0])
-    choice = torch.multinomial(
-        weights.detach(), 1, generator=generator
-    ).squeeze(-1)  # z ~ alpha
-    losses = choice_losses(items, target)[
-        rows, choice
-    ]  # L(z), no gradient path to the query
+    z = torch.multinomial(weights.detach(), 1, generator=generator).squeeze(-1)
+    losses = choice_losses(items, target)[rows, z]  # L(z): no gradient path
     b = leave_one_out_baseline(losses) if baseline else 0.0
-    return reinforce_surrogate(weights[rows, choice].log(), losses, b)
+    return reinforce_surrogate(weights[rows, z].log(), losses, b)
+
+
+def _check_method(method) -> None:
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
 
 
 def train_selector(

@@ -22,16 +22,14 @@ SATURATION = 0.99
 
 
 def softmax_jacobian(weights: torch.Tensor) -> torch.Tensor:
-    """Jacobian of the softmax at its output: d weights_i / d scores_j = w_i
-    (delta_ij - w_j).
+    """The softmax's Jacobian at its output w: J_ij = w_i (delta_ij - w_j).
 
-    weights: (..., n), softmax outputs (each row sums to 1). Returns (..., n,
-    n).
+    weights: (..., n), softmax outputs (each row sums to 1).
+    Returns J = d weights / d scores, (..., n, n).
     """
     require_float("weights", weights)
-    return torch.diag_embed(weights) - weights.unsqueeze(
-        -1
-    ) * weights.unsqueeze(-2)
+    outer = weights.unsqueeze(-1) * weights.unsqueeze(-2)  # w_i w_j
+    return torch.diag_embed(weights) - outer
 
 
 def random_queries_and_keys(

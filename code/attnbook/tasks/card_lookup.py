@@ -139,12 +139,9 @@ class CardLookup(nn.Module):
         )
 
     def forward(self, card_colours, card_digits, ask_colour, ask_digit):
-        cards = self.card_colour(card_colours) + self.card_digit(
-            card_digits
-        )  # (B, n, d): keys = values
-        questions = self.ask_colour(ask_colour) + self.ask_digit(
-            ask_digit
-        )  # (B, n_q, d): queries
+        # cards (B, n, d): keys and values; questions (B, n_q, d): queries
+        cards = self.card_colour(card_colours) + self.card_digit(card_digits)
+        questions = self.ask_colour(ask_colour) + self.ask_digit(ask_digit)
         answers, weights = self.attention(questions, cards, cards)
         return self.read_digit(answers), self.read_colour(answers), weights
 
