@@ -5,7 +5,7 @@ works without Python."""
 
 from ..measure.threads import single_thread
 from ._frames import frame_explorer, frames_wanted
-from ._live import LiveFigure, _message_output
+from ._live import LiveFigure, _message_output, explorer_box
 
 
 def live_explorer(
@@ -62,6 +62,6 @@ def live_explorer(
     for control in controls.values():
         control.observe(redraw, names="value")
     output.outputs = (live_figure.render(first),)
-    box = widgets.VBox([widgets.HBox(list(controls.values())), output])
+    box = explorer_box([widgets.HBox(list(controls.values())), output])
     box.live_figure = live_figure
     return box

@@ -30,7 +30,7 @@ from PIL import Image
 
 from ..display.figures import BOOK_COLUMN_PX, smallest_text_px
 from ..measure.threads import single_thread
-from ._live import EXPLORER_DPI, LiveFigure, canvas_image
+from ._live import EXPLORER_DPI, LiveFigure, canvas_image, explorer_box
 
 FRAMES_VARIABLE = "ATTNBOOK_EXPLORER_FRAMES"
 #: Frames hold this many pixels per CSS pixel they are shown at.
@@ -288,12 +288,8 @@ def frame_explorer(grid: dict, view, plot, update):
         return stack
 
     pictures = build(0, (), {})
-    box = widgets.VBox(
-        [
-            widgets.HBox(shown, layout=widgets.Layout(flex_flow="row wrap")),
-            pictures,
-        ]
-    )
+    controls = widgets.HBox(shown, layout=widgets.Layout(flex_flow="row wrap"))
+    box = explorer_box([controls, pictures])
     box.add_class("attnbook-explorer")
     box.frame_grid, box.frame_links = frame_grid, links
     return box

@@ -204,3 +204,18 @@ class LiveFigure:
         finally:
             for artist in self.redrawn:
                 artist.set_animated(True)
+
+
+def explorer_box(children: list):
+    """A VBox of ``children`` whose text form is one short line.
+
+    ipywidgets' own text form of a box lists its children and is cut at 110
+    characters; a notebook shows it where widgets cannot be drawn.
+    """
+    import ipywidgets as widgets
+
+    class Explorer(widgets.VBox):
+        def __repr__(self) -> str:
+            return "Explorer (move its controls to change the figure)"
+
+    return Explorer(children)
