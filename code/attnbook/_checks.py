@@ -24,14 +24,20 @@ def require_float(name: str, value) -> torch.Tensor:
 
 
 def require_bool_mask(
-    mask, target_shape: torch.Size, name: str = "mask"
+    mask, target_shape: torch.Size, name: str = "mask", device=None
 ) -> torch.Tensor:
-    """Check that ``mask`` is boolean and broadcasts to ``target_shape``."""
+    """Check that ``mask`` is boolean, broadcasts to ``target_shape`` and,
+    if ``device`` is given, lives on it."""
     require_tensor(name, mask)
     if mask.dtype != torch.bool:
         raise TypeError(
             f"{name} must be a boolean tensor (True = keep), got dtype "
             f"{mask.dtype}"
+        )
+    if device is not None and mask.device != torch.device(device):
+        raise ValueError(
+            f"{name} is on {mask.device} but the scores are on {device}: "
+            "put the mask on the same device"
         )
     try:
         torch.broadcast_shapes(mask.shape, target_shape)
@@ -85,6 +91,7 @@ def require_sequences(**tensors: torch.Tensor) -> None:
             raise ValueError(
                 f"{name} need shape (..., n, d), got {tuple(tensor.shape)}"
             )
+    require_same_device(**tensors)
     try:
         torch.broadcast_shapes(
             *(tensor.shape[:-2] for tensor in tensors.values())
@@ -97,6 +104,16 @@ def require_sequences(**tensors: torch.Tensor) -> None:
         raise ValueError(
             f"batch dimensions do not broadcast: {listed}"
         ) from None
+
+
+def require_same_device(**tensors: torch.Tensor) -> None:
+    """All ``tensors`` on one device, or a ``ValueError`` naming them."""
+    devices = {tensor.device for tensor in tensors.values()}
+    if len(devices) > 1:
+        listed = ", ".join(
+            f"{name} on {tensor.device}" for name, tensor in tensors.items()
+        )
+        raise ValueError(f"the tensors must share one device: {listed}")
 
 
 def require_int(name: str, value, minimum: int = 1) -> int:

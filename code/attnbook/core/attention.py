@@ -26,6 +26,7 @@ from .._checks import (
     compute_dtype,
     require_bool_mask,
     require_float,
+    require_generator,
     require_matrix_fits,
     require_same_dtype,
     require_same_size,
@@ -47,7 +48,7 @@ def attention(queries, keys, values, score=scaled_dot_score, mask=None):
     (..., n_q, d_v), weights (..., n_q, n_k)); a query whose keys are all
     masked gets zero weights and a zero output.
     """
-    _check_inputs(queries, keys, values, mask)
+    _check_inputs(queries, keys, values, mask, score)
     weights = _attention_weights(queries, keys, score, mask)  # step 1
     output = _weighted_average(weights, values, mask)  # step 2
     return output.to(values.dtype), weights.to(values.dtype)
@@ -62,7 +63,7 @@ def attention_weights(
     keep, broadcastable to the scores (..., n_q, n_k). Returns the weights
     (..., n_q, n_k) in the dtype of the queries.
     """
-    _check_inputs(queries, keys, None, mask)
+    _check_inputs(queries, keys, None, mask, score)
     return _attention_weights(queries, keys, score, mask).to(queries.dtype)
 
 
@@ -86,7 +87,8 @@ def hard_attention(
     """
     if mode not in HARD_MODES:
         raise ValueError(f"mode must be one of {HARD_MODES}, got {mode!r}")
-    _check_inputs(queries, keys, values, mask)
+    require_generator("generator", generator, allow_none=True)
+    _check_inputs(queries, keys, values, mask, score)
     weights = _attention_weights(queries, keys, score, mask)
     if torch.isnan(weights).any():
         raise ValueError(
@@ -118,11 +120,16 @@ def hard_attention(
 # ---------------------------------------------------------------------------
 
 
-def _check_inputs(queries, keys, values=None, mask=None) -> None:
+def _check_inputs(queries, keys, values=None, mask=None, score=None) -> None:
     """Clear errors for bad inputs, before any large tensor is allocated.
 
     values=None checks queries and keys only (``attention_weights``).
     """
+    if score is not None and not callable(score):
+        raise TypeError(
+            "score must be a function (queries, keys) -> scores, e.g. "
+            f"attnbook.scaled_dot_score, got {type(score).__name__}"
+        )
     if values is None:
         require_sequences(queries=queries, keys=keys)
         require_same_dtype(queries=queries, keys=keys)
@@ -142,7 +149,7 @@ def _check_inputs(queries, keys, values=None, mask=None) -> None:
     work = compute_dtype(queries.dtype)
     require_matrix_fits("the score matrix", shape, work)
     if mask is not None:
-        require_bool_mask(mask, torch.Size(shape))
+        require_bool_mask(mask, torch.Size(shape), device=queries.device)
 
 
 def _attention_weights(queries, keys, score, mask) -> torch.Tensor:
@@ -178,6 +185,7 @@ def _scores(queries, keys, score, mask):
     Keys holding NaN or inf under the mask are kept out (see the helpers).
     """
     keys = _drop_masked_garbage(keys, mask)
+    queries = _drop_unmatched_garbage(queries, mask)
     if (
         mask is not None
         and score in _FRESH_SCORE_FUNCTIONS
@@ -259,6 +267,17 @@ def _drop_masked_garbage(keys: torch.Tensor, mask) -> torch.Tensor:
     kept = mask.any(dim=-2) if mask.dim() >= 2 else mask
     zero = torch.zeros((), dtype=keys.dtype, device=keys.device)
     return torch.where(kept.unsqueeze(-1), keys, zero)
+
+
+def _drop_unmatched_garbage(queries: torch.Tensor, mask) -> torch.Tensor:
+    """``queries`` with the rows that keep no key set to 0 when they hold NaN
+    or inf: such a query gets zero weights and a zero output, and its garbage
+    must not reach the keys' gradient either (0 * NaN is NaN)."""
+    if mask is None or bool(torch.isfinite(queries).all()):
+        return queries
+    keeps_some = mask.any(dim=-1, keepdim=True)  # (..., n_q or 1, 1)
+    zero = torch.zeros((), dtype=queries.dtype, device=queries.device)
+    return torch.where(keeps_some, queries, zero)
 
 
 def _weighted_values(

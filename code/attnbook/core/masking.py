@@ -40,9 +40,21 @@ def masked_softmax(
             "inplace=True needs scores that do not require grad (or "
             "torch.no_grad())"
         )
+    _check_dim(dim, scores)
     if mask is not None:
-        require_bool_mask(mask, scores.shape)
+        require_bool_mask(mask, scores.shape, device=scores.device)
     return _masked_softmax(scores, mask, dim, inplace)
+
+
+def _check_dim(dim, scores) -> None:
+    """``dim`` an int naming a dimension of ``scores``."""
+    if not isinstance(dim, int) or isinstance(dim, bool):
+        raise TypeError(f"dim must be an int, got {type(dim).__name__}")
+    if not -max(scores.dim(), 1) <= dim < max(scores.dim(), 1):
+        raise ValueError(
+            f"dim={dim} is out of range for scores of shape "
+            f"{tuple(scores.shape)}"
+        )
 
 
 def _masked_softmax(
@@ -67,17 +79,18 @@ def _masked_softmax(
             else torch.softmax(scores, dim=dim)
         )
     dropped = ~mask
-    # The most negative finite number of the dtype: exp() of it (minus the row
-    # maximum) is 0, and unlike -inf it never produces inf - inf = NaN.
-    lowest = torch.finfo(scores.dtype).min
+    # -inf: exp() of it is exactly 0, and no kept score, however negative,
+    # can equal it. A fully masked slice comes out NaN (-inf - -inf) and is
+    # then zeroed with every other masked entry.
+    lowest = float("-inf")
     if inplace:
         torch.softmax(
             scores.masked_fill_(dropped, lowest), dim=dim, out=scores
         )
         return scores.masked_fill_(dropped, 0.0)
     weights = torch.softmax(scores.masked_fill(dropped, lowest), dim=dim)
-    # A fully masked slice would come out uniform; zeroing masked entries fixes
-    # that and makes masked weights exactly 0 everywhere.
+    # Zeroing masked entries makes them exactly 0 everywhere, and a fully
+    # masked slice all zeros.
     return weights.masked_fill(dropped, 0.0)
 
 

@@ -1,0 +1,122 @@
+"""Defects of the second hostile-input probe (../shared/reviews/probe.md),
+each with its reproducer: the answer is right, or a clear error names the
+argument at fault."""
+
+import pytest
+import torch
+
+import attnbook
+from attnbook import (
+    attention,
+    attention_weights,
+    dot_score,
+    hard_attention,
+    masked_softmax,
+)
+
+
+def qkv(n_q=3, n_k=5, d=4, d_v=2, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return (
+        torch.randn(n_q, d, generator=g),
+        torch.randn(n_k, d, generator=g),
+        torch.randn(n_k, d_v, generator=g),
+    )
+
+
+# D3: a mask or keys on another device are refused, not silently misused.
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda q, k, v, m: attention(q, k, v, mask=m),
+        lambda q, k, v, m: attention_weights(q, k, mask=m),
+        lambda q, k, v, m: hard_attention(q, k, v, mask=m),
+        lambda q, k, v, m: masked_softmax(q @ k.T, m),
+    ],
+    ids=["attention", "attention_weights", "hard_attention", "softmax"],
+)
+def test_a_mask_on_another_device_is_refused(call):
+    q, k, v = qkv()
+    keep = torch.zeros(3, 5, dtype=torch.bool).to("meta")
+    with pytest.raises(ValueError, match="mask is on meta"):
+        call(q, k, v, keep)
+
+
+def test_keys_on_another_device_are_refused():
+    q, k, _ = qkv()
+    with pytest.raises(ValueError, match="keys on meta"):
+        dot_score(q, k.to("meta"))
+    with pytest.raises(ValueError, match="one device"):
+        attention(q, k.to("meta"), torch.randn(5, 2))
+
+
+# D5 (a): a NaN query whose every key is masked reaches no gradient.
+def test_garbage_query_of_a_fully_masked_row_stays_out_of_gradients():
+    q, k, v = qkv()
+    q[1] = float("nan")
+    q.requires_grad_()
+    k.requires_grad_()
+    keep = torch.ones(3, 5, dtype=torch.bool)
+    keep[1] = False
+    output, weights = attention(q, k, v, mask=keep)
+    output.sum().backward()
+    assert torch.isfinite(output).all() and (weights[1] == 0).all()
+    assert torch.isfinite(k.grad).all() and torch.isfinite(q.grad).all()
+
+
+# D12: a kept score equal to the dtype's most negative number is a score.
+@pytest.mark.parametrize(
+    "dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64]
+)
+def test_a_kept_score_at_finfo_min_keeps_its_weight(dtype):
+    lowest = torch.finfo(dtype).min
+    scores = torch.tensor([[lowest, 0.0, 0.0]], dtype=dtype)
+    keep = torch.tensor([[True, False, False]])
+    expected = torch.tensor([[1.0, 0.0, 0.0]], dtype=dtype)
+    assert torch.equal(masked_softmax(scores, keep), expected)
+    assert torch.equal(
+        masked_softmax(scores.clone(), keep, inplace=True), expected
+    )
+
+
+def test_a_fully_masked_row_is_zeros_and_its_gradient_finite():
+    scores = torch.randn(2, 4, requires_grad=True)
+    keep = torch.tensor([[True, True, False, False], [False] * 4])
+    weights = masked_softmax(scores, keep)
+    weights.sum().backward()
+    assert (weights[1] == 0).all() and torch.isfinite(scores.grad).all()
+    assert torch.allclose(weights[0].sum(), torch.tensor(1.0))
+
+
+# D13: plausible misuse of the core API gets a clear error.
+@pytest.mark.parametrize("dim", [2, -3, 1.0, "x"])
+def test_masked_softmax_refuses_a_bad_dim(dim):
+    with pytest.raises((ValueError, TypeError), match="dim"):
+        masked_softmax(torch.randn(3, 4), dim=dim)
+
+
+@pytest.mark.parametrize("function", [attention, hard_attention])
+@pytest.mark.parametrize("score", ["dot", 3])
+def test_a_score_that_is_not_a_function_is_refused(function, score):
+    q, k, v = qkv()
+    with pytest.raises(TypeError, match="score must be a function"):
+        function(q, k, v, score=score)
+    with pytest.raises(TypeError, match="score must be a function"):
+        attention_weights(q, k, score=score)
+
+
+def test_hard_attention_refuses_a_generator_that_is_not_one():
+    q, k, v = qkv()
+    with pytest.raises(TypeError, match="generator"):
+        hard_attention(q, k, v, mode="sample", generator="g")
+
+
+def test_the_device_check_leaves_ordinary_calls_alone():
+    q, k, v = qkv()
+    keep = torch.rand(3, 5, generator=torch.Generator().manual_seed(1)) > 0.3
+    keep[:, 0] = True
+    output, weights = attention(q, k, v, mask=keep)
+    reference = torch.nn.functional.scaled_dot_product_attention(
+        q[None], k[None], v[None], attn_mask=keep
+    )[0]
+    assert attnbook.agreement(output, reference, 1e-6).startswith("equal")
