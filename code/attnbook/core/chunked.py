@@ -60,8 +60,10 @@ class StreamingAttention:
     The state, per query: ``maximum`` (..., n_q, 1), the largest kept score so
     far (the dtype's lowest finite number while nothing is kept); ``total``
     (..., n_q, 1), the sum of exp(score - maximum); ``weighted`` (..., n_q,
-    d_v), the sum of exp(score - maximum) * value. Memory: O(n_q * (c + d_v)),
-    whatever the number of keys.
+    d_v), the sum of exp(score - maximum) * value (0 before the first block).
+    Memory: O(n_q * (c + d_v)), whatever the number of keys. A masked score is
+    set to ``lowest`` and a row that has kept nothing yet is shifted by 0, not
+    by its maximum, so its exp() gives 0, never exp(0) = 1.
     """
 
     def __init__(self, queries: torch.Tensor):
@@ -93,78 +95,58 @@ class StreamingAttention:
             device=queries.device,
         )
         self.total = torch.zeros_like(self.maximum)
-        self.weighted = None
+        self.weighted = 0.0  # the empty sum, until the first block
         self.blocks = 0
 
-    def update(
-        self,
-        keys: torch.Tensor,
-        values: torch.Tensor,
-        mask: torch.Tensor | None = None,
-    ) -> "StreamingAttention":
-        """Fold one block of keys (..., c, d) and values (..., c, d_v) into
-        the running state."""
+    def update(self, keys, values, mask=None) -> "StreamingAttention":
+        """Fold one block of keys (..., c, d) and values (..., c, d_v) in."""
+        keys, values = self._checked_block(keys, values, mask)
+        scores = self._block_scores(keys, mask)  # (..., n_q, c)
+        block_max = scores.detach().amax(dim=-1, keepdim=True)  # no gradient
+        m_new = torch.maximum(self.maximum, block_max)
+        shift = m_new.masked_fill(m_new == self.lowest, 0.0)  # kept nothing: 0
+        rescale = torch.exp(self.maximum - shift)  # <= 1: the old sums shrink
+        weights = scores.sub_(shift).exp_()  # in place: no second buffer
+        self.total = self.total * rescale + weights.sum(dim=-1, keepdim=True)
+        block = _weighted_values(weights, values, mask is not None)
+        self.weighted = self.weighted * rescale + block
+        self.maximum, self.blocks = m_new, self.blocks + 1
+        return self
+
+    def _checked_block(self, keys, values, mask):
+        """The block's keys and values, checked, with NaN/inf stored in masked
+        keys dropped, in the working dtype (float32 for half inputs)."""
         _check_block(self.queries, keys, values)
-        if (
-            self.weighted is not None
-            and values.shape[-1] != self.weighted.shape[-1]
-        ):
+        if self.blocks and values.shape[-1] != self.weighted.shape[-1]:
             raise ValueError(
                 f"values of this block have {values.shape[-1]} features, "
                 f"earlier blocks had {self.weighted.shape[-1]}"
             )
-        work = self.scaled_queries.dtype
         keys = _drop_masked_garbage(keys, mask)
+        work = self.scaled_queries.dtype
         if keys.dtype != work:  # float16/bfloat16 blocks, scored in float32
             keys, values = keys.to(work), values.to(work)
-        if mask is not None and not bool(
-            torch.isfinite(keys).all()
-        ):  # garbage some queries keep, others mask
+        return keys, values
+
+    def _block_scores(self, keys, mask):
+        """The block's scaled scores (..., n_q, c), the only n_q x c buffer,
+        set to ``lowest`` where masked."""
+        if mask is not None and not bool(torch.isfinite(keys).all()):
+            # garbage that some queries keep and others mask
             scores = _scores_with_partly_masked_garbage(
                 self.scaled_queries, keys, dot_score, mask
             )
         else:
-            scores = dot_score(
-                self.scaled_queries, keys
-            )  # (..., n_q, c): the only n_q x c buffer
+            scores = dot_score(self.scaled_queries, keys)
         if mask is not None:
             require_bool_mask(mask, scores.shape)
             scores.masked_fill_(~mask, self.lowest)
-        # The maximum only keeps exp() in range; the result does not depend on
-        # it, so no gradient flows through it.
-        new_maximum = torch.maximum(
-            self.maximum, scores.detach().amax(dim=-1, keepdim=True)
-        )
-        # Rows with nothing kept yet still hold `lowest`: shift them by 0, so
-        # exp(lowest - 0) = 0 (not exp(0) = 1).
-        shift = (
-            new_maximum.masked_fill(new_maximum == self.lowest, 0.0)
-            if mask is not None
-            else new_maximum
-        )
-        rescale = torch.exp(
-            self.maximum - shift
-        )  # <= 1: how much the old sums shrink
-        weights = scores.sub_(
-            shift
-        ).exp_()  # exp(score - maximum), in place: no second buffer
-        self.total = self.total * rescale + weights.sum(dim=-1, keepdim=True)
-        block_output = _weighted_values(
-            weights, values, mask is not None
-        )  # NaN/inf under the mask adds nothing
-        self.weighted = (
-            block_output
-            if self.weighted is None
-            else self.weighted * rescale + block_output
-        )
-        self.maximum = new_maximum
-        self.blocks += 1
-        return self
+        return scores
 
     def output(self) -> torch.Tensor:
         """The attention output (..., n_q, d_v): weighted / total, and 0
         where nothing was kept."""
-        if self.weighted is None:
+        if self.blocks == 0:
             raise ValueError(
                 "no key block yet: call update(keys, values) at least once"
             )
@@ -182,7 +164,7 @@ class StreamingAttention:
         exactly: weight = exp(score - log_sum_exp). A query with nothing kept
         gets +inf (weights 0).
         """
-        if self.weighted is None:
+        if self.blocks == 0:
             raise ValueError(
                 "no key block yet: call update(keys, values) at least once"
             )

@@ -62,8 +62,7 @@ def _require_dropout(value) -> float:
 
 
 def causal_mask(n: int, device=None) -> torch.Tensor:
-    """The causal mask: (n, n) bool, True = keep; position i may see positions
-    j <= i.
+    """The causal mask (n, n), True = keep: position i sees positions j <= i.
 
     Lower-triangular: row i (a query) keeps columns 0..i (keys). It broadcasts
     to the attention weights (B, h, n, n) of a decoder's self-attention.
@@ -84,6 +83,12 @@ def _project_query(mha: MultiHeadAttention, x: torch.Tensor) -> torch.Tensor:
     return split_heads(
         F.linear(x, mha.in_proj_weight[:e], bias), mha.num_heads
     )
+
+
+def _project_heads(mha: MultiHeadAttention, x: torch.Tensor):
+    """x (B, n, E) -> q, k, v of self-attention, each split into heads
+    (B, h, n, d_k), with ``mha``'s own projection."""
+    return (split_heads(t, mha.num_heads) for t in mha.project(x, x, x))
 
 
 def _project_keys_values(mha: MultiHeadAttention, x: torch.Tensor):
@@ -239,6 +244,18 @@ class TransformerDecoderBlock(nn.Module):
     ``cross_attn`` (attnbook.MultiHeadAttention), ``norm1``, ``norm2``,
     ``norm3`` (LayerNorm), ``ffn`` (PositionWiseFFN with ``linear1``,
     ``linear2``).
+
+    Generation with a key-value cache: ``step(x, cache, memory_kv,
+    memory_mask)`` takes x (B, 1, E), the block's input at the new position
+    only. ``cache`` is a dict, empty at the first step; ``cache["keys"]`` and
+    ``cache["values"]`` (B, h, t, d_k) hold the self-attention keys and values
+    of the t earlier positions and gain the new position's (updated in place,
+    only once the step has passed its checks). memory_kv is
+    ``memory_keys_values(memory)``, computed once; memory_mask is as in
+    ``forward`` (a key-padding mask (B, 1, 1, n_src)). It returns (y (B, 1, E),
+    self_weights (B, h, 1, t + 1), cross_weights (B, h, 1, n_src)). No causal
+    mask is needed: the cache holds the past only. Generation runs in eval
+    mode, so ``step`` applies no dropout.
     """
 
     def __init__(
@@ -293,21 +310,14 @@ class TransformerDecoderBlock(nn.Module):
         _check_mask("memory_mask", memory_mask, x.shape[1], memory.shape[1])
 
     def forward(
-        self,
-        x: torch.Tensor,
-        memory: torch.Tensor,
-        self_mask: torch.Tensor | None = None,
-        memory_mask: torch.Tensor | None = None,
-        return_weights: bool = False,
+        self, x, memory, self_mask=None, memory_mask=None, return_weights=False
     ):
         """Returns y (B, n, embed_dim), or (y, self_weights (B, h, n, n),
         cross_weights (B, h, n, n_src)) if ``return_weights`` is True."""
         self._check(x, memory, self_mask, memory_mask)
-        attended, self_weights = self.self_attn(x, x, x, mask=self_mask)
+        attended, self_weights = self.self_attn(x, x, x, self_mask)
         x = self.norm1(x + self.dropout1(attended))
-        read, cross_weights = self.cross_attn(
-            x, memory, memory, mask=memory_mask
-        )
+        read, cross_weights = self.cross_attn(x, memory, memory, memory_mask)
         x = self.norm2(x + self.dropout2(read))
         x = self.norm3(x + self.dropout3(self.ffn(x)))
         return (x, self_weights, cross_weights) if return_weights else x
@@ -335,27 +345,23 @@ class TransformerDecoderBlock(nn.Module):
         require_module_dtype(self, memory=memory)
         return _project_keys_values(self.cross_attn, memory)
 
-    def step(
-        self,
-        x: torch.Tensor,
-        cache: dict,
-        memory_kv,
-        memory_mask: torch.Tensor | None = None,
-    ):
-        """One generation step with a key-value cache.
+    def step(self, x: torch.Tensor, cache: dict, memory_kv, memory_mask=None):
+        """One generation step for x (B, 1, E), the new position only: the
+        class docstring describes the cache, memory_kv and the results."""
+        self._check_step(x, memory_kv, memory_mask)
+        q, k, v = _project_heads(self.self_attn, x)  # of the new position
+        k, v = _with_cache(cache, k, v)  # cached positions, then the new one
+        attended, self_weights = _attend(self.self_attn, q, k, v)
+        x = self.norm1(x + attended)
+        read, cross_weights = self._read_memory(x, memory_kv, memory_mask)
+        x = self.norm2(x + read)
+        x = self.norm3(x + self.ffn(x))
+        cache["keys"], cache["values"] = k, v  # only now: after every check
+        return x, self_weights, cross_weights
 
-        x: (B, 1, E) the block's input at the new position only.
-        cache: dict, empty at the first step; ``cache["keys"]``,
-        ``cache["values"]`` (B, h, t, d_k) hold the self-attention keys and
-        values of the t earlier positions and gain the new position's (updated
-        in place).
-        memory_kv: ``memory_keys_values(memory)``; memory_mask as in
-        ``forward`` (a key-padding mask (B, 1, 1, n_src)). Returns (y (B, 1,
-        E), self_weights (B, h, 1, t + 1), cross_weights (B, h, 1, n_src)). No
-        causal mask is needed: the cache holds the past only. Generation runs
-        in eval mode, so no dropout is applied.
-        """
-        # the check forward's MultiHeadAttention makes: no (B, 1, n_src) masks
+    def _check_step(self, x, memory_kv, memory_mask) -> None:
+        """The mask check forward's MultiHeadAttention makes: no (B, 1, n_src)
+        masks (the step's shapes are checked by _with_cache and _attend)."""
         if memory_mask is not None:
             require_multihead_mask(
                 memory_mask,
@@ -365,28 +371,12 @@ class TransformerDecoderBlock(nn.Module):
                 memory_kv[0].shape[-2],
                 name="memory_mask",
             )
-        q, k, v = (
-            split_heads(t, self.num_heads)
-            for t in self.self_attn.project(x, x, x)
-        )
-        k, v = _with_cache(
-            cache, k, v
-        )  # the cached positions, then the new one
-        attended, self_weights = _attend(self.self_attn, q, k, v)
-        x = self.norm1(x + attended)
-        read, cross_weights = _attend(
-            self.cross_attn,
-            _project_query(self.cross_attn, x),
-            *memory_kv,
-            memory_mask,
-        )
-        x = self.norm2(x + read)
-        x = self.norm3(x + self.ffn(x))
-        cache["keys"], cache["values"] = (
-            k,
-            v,
-        )  # only now: a refused step leaves the cache as it was
-        return x, self_weights, cross_weights
+
+    def _read_memory(self, x, memory_kv, memory_mask):
+        """Cross-attention of x (B, 1, E) over the memory's keys and values,
+        projected once by ``memory_keys_values``: (output, weights)."""
+        q = _project_query(self.cross_attn, x)
+        return _attend(self.cross_attn, q, *memory_kv, memory_mask)
 
     @torch.no_grad()
     def load_torch_weights(
@@ -620,31 +610,19 @@ class EncoderDecoderTransformer(nn.Module):
             + self.tgt_positions.encoding[start : start + tgt.shape[1]]
         )
 
-    def decode(
-        self,
-        tgt_in: torch.Tensor,
-        memory: torch.Tensor,
-        memory_mask=None,
-        return_weights: bool = False,
-    ):
-        """Teacher forcing: every target position in one pass under the causal
-        mask.
+    def decode(self, tgt_in, memory, memory_mask=None, return_weights=False):
+        """Teacher forcing: every target position in one causally masked pass.
 
-        tgt_in (B, n) = BOS + the target shifted right -> logits (B, n,
-        tgt_vocab_size) [, self_weights (L, B, h, n, n), cross_weights (L, B,
-        h, n, n_src)].
+        tgt_in (B, n) = BOS + the target shifted right -> logits
+        (B, n, tgt_vocab_size) [, self_weights (L, B, h, n, n),
+        cross_weights (L, B, h, n, n_src)].
         """
         x = self.embed_target(tgt_in)
-        out = self.decoder(
-            x,
-            memory,
-            causal_mask(tgt_in.shape[1], tgt_in.device),
-            memory_mask,
-            return_weights=return_weights,
-        )
-        if return_weights:
-            return (self.output(out[0]), out[1], out[2])
-        return self.output(out)
+        mask = causal_mask(tgt_in.shape[1], tgt_in.device)
+        out = self.decoder(x, memory, mask, memory_mask, return_weights)
+        if not return_weights:
+            return self.output(out)
+        return self.output(out[0]), out[1], out[2]
 
     def forward(
         self, src: torch.Tensor, src_lens, tgt_in: torch.Tensor

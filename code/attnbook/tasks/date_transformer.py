@@ -70,8 +70,7 @@ class DateTransformer:
     def __repr__(self) -> str:
         c = self.model.config
         return (
-            "DateTransformer(encoder-decoder Transformer, d_model="
-            f"{c['embed_dim']}, h={c['num_heads']}, "
+            f"DateTransformer(d_model={c['embed_dim']}, h={c['num_heads']}, "
             f"{c['num_encoder_layers']}+{c['num_decoder_layers']} blocks, "
             f"{count_parameters(self.model):,} parameters)"
         )
