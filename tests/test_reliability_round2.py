@@ -120,3 +120,73 @@ def test_the_device_check_leaves_ordinary_calls_alone():
         q[None], k[None], v[None], attn_mask=keep
     )[0]
     assert attnbook.agreement(output, reference, 1e-6).startswith("equal")
+
+
+# D9 (a): the date functions never draw from torch's global generator.
+@pytest.mark.parametrize(
+    "name", ["random_dates", "random_date_pairs", "date_batch"]
+)
+def test_date_functions_need_a_generator_and_leave_the_global_rng(name):
+    from attnbook.tasks import dates
+
+    state = torch.get_rng_state()
+    with pytest.raises(TypeError, match="generator"):
+        getattr(dates, name)(4, None)
+    assert torch.equal(state, torch.get_rng_state())
+
+
+# D13: kernel regression's data, target and extreme bandwidths.
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"n_test": 0},
+        {"n_train": -1},
+        {"seed": "0"},
+        {"noise": float("nan")},
+        {"n_train": 10**12},
+    ],
+)
+def test_regression_data_refuses_bad_arguments(kwargs):
+    with pytest.raises((ValueError, TypeError)):
+        attnbook.regression_data(**kwargs)
+
+
+def test_regression_target_refuses_what_is_not_a_tensor():
+    with pytest.raises(TypeError, match="x"):
+        attnbook.regression_target(None)
+
+
+def test_extreme_bandwidths_give_the_limit_not_nan():
+    x = torch.tensor([0.0, 1.0])
+    wide = attnbook.gaussian_scores(x, x, 1e200)
+    narrow = attnbook.gaussian_scores(x, x, 1e-200)
+    assert (wide == 0).all()
+    assert narrow[0, 0] == 0 and narrow[0, 1] == -float("inf")
+    with pytest.raises(ValueError, match="bandwidth"):
+        attnbook.gaussian_scores(x, x, 10**400)
+
+
+@pytest.mark.parametrize("matrices", [None, "abc", torch.empty(0, 3)])
+def test_show_heatmaps_refuses_what_it_cannot_draw(matrices):
+    with pytest.raises((TypeError, ValueError), match="matrices"):
+        attnbook.show_heatmaps(matrices)
+
+
+# D16: smaller contract breaks.
+def test_score_matrix_bytes_takes_whole_chunks_and_torch_dtypes():
+    from attnbook.measure.memory import score_matrix_bytes
+
+    assert score_matrix_bytes(4, 10, chunk_size=3) == 4 * 3 * 4
+    with pytest.raises((TypeError, ValueError), match="chunk_size"):
+        score_matrix_bytes(4, 10, chunk_size=2.5)
+    with pytest.raises(TypeError, match="dtype"):
+        score_matrix_bytes(4, 10, dtype="float32")
+
+
+def test_a_damaged_weight_file_never_suggests_weights_only_false(monkeypatch):
+    from attnbook import _weights
+
+    monkeypatch.setattr(_weights, "read_pinned", lambda name, digest: b"junk")
+    with pytest.raises(ValueError) as error:
+        _weights.load_pinned("any.pt", "0" * 64)
+    assert "weights_only" not in str(error.value)

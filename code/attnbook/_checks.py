@@ -70,9 +70,13 @@ def require_positive(name: str, value: float) -> float:
     """Raise ``ValueError`` unless ``value`` is a finite number above zero."""
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-    if not value > 0 or value == float("inf"):
+    try:
+        finite = abs(float(value)) != float("inf")
+    except OverflowError:  # an int beyond every float, e.g. 10**400
+        finite = False
+    if not value > 0 or not finite:
         raise ValueError(
-            f"{name} must be a positive finite number, got {value}"
+            f"{name} must be a positive finite number, got {str(value):.24}"
         )
     return value
 

@@ -30,8 +30,9 @@ def read_pinned(filename: str, sha256: str) -> bytes:
     """
     source = resources.files("attnbook") / "data" / filename
     if not source.is_file():
+        problem = "is not a file" if source.is_dir() else "is missing"
         raise FileNotFoundError(
-            f"the shipped weight file attnbook/data/{filename} is missing"
+            f"the shipped weight file attnbook/data/{filename} {problem}"
         )
     data = source.read_bytes()
     found = sha256_of(data)
@@ -57,11 +58,12 @@ def load_pinned(filename: str, sha256: str):
         return torch.load(
             io.BytesIO(data), map_location="cpu", weights_only=True
         )
-    # a file with the right digest but unreadable: report it plainly
+    # A file with the right digest but unreadable: report it plainly, without
+    # torch's advice to load it with weights_only=False (never do that).
     except Exception as error:
         raise ValueError(
-            f"attnbook/data/{filename} could not be read as saved weights: "
-            f"{error}"
+            f"attnbook/data/{filename} could not be read as saved weights "
+            f"({type(error).__name__}); reinstall attnbook"
         ) from None
 
 

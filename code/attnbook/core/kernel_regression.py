@@ -7,7 +7,9 @@ the training targets y_i, weighting each by how close its key x_i is to x.
 import torch
 
 from .._checks import (
+    require_finite_number,
     require_float,
+    require_int,
     require_matrix_fits,
     require_positive,
     require_same_dtype,
@@ -36,7 +38,12 @@ def gaussian_scores(
         "the score matrix", (query_x.shape[0], key_x.shape[0]), query_x.dtype
     )
     differences = query_x.unsqueeze(1) - key_x.unsqueeze(0)
-    return -differences.pow(2) / (2 * bandwidth**2)
+    sigma = float(bandwidth)
+    if 1e-150 < sigma < 1e150:
+        return -differences.pow(2) / (2 * sigma**2)
+    # sigma**2 would overflow or underflow: divide by sigma first, in float64
+    scaled = differences.double() / sigma
+    return (-scaled.pow(2) / 2).to(differences.dtype)
 
 
 def nadaraya_watson(
@@ -123,6 +130,11 @@ def regression_data(
     (n_test,)), with x_train sorted, drawn uniformly, and x_test evenly spaced
     on [0, 5).
     """
+    require_int("n_train", n_train)
+    require_int("n_test", n_test)
+    require_finite_number("noise", noise, low=0.0)
+    require_int("seed", seed, minimum=0)
+    require_matrix_fits("the data", (max(n_train, n_test),), torch.float32)
     generator = torch.Generator().manual_seed(seed)
     x_train, _ = torch.sort(torch.rand(n_train, generator=generator) * 5)
     y_train = regression_target(x_train) + noise * torch.randn(
@@ -134,6 +146,7 @@ def regression_data(
 
 def regression_target(x: torch.Tensor) -> torch.Tensor:
     """The noise-free function f(x) = 2 sin(x) + x^0.8 the chapter learns."""
+    require_float("x", x)
     return 2 * torch.sin(x) + x.pow(0.8)
 
 

@@ -132,7 +132,18 @@ def sharp_figures() -> None:
 
 def _as_grid(matrices) -> torch.Tensor:
     """Turn a 2-D, 3-D or 4-D stack of matrices into (rows, cols, n_q, n_k)."""
-    matrices = torch.as_tensor(matrices).detach().cpu().float()
+    try:
+        matrices = torch.as_tensor(matrices).detach().cpu().float()
+    except (TypeError, ValueError, RuntimeError):
+        raise TypeError(
+            "matrices must be a tensor or nested lists of numbers, got "
+            f"{type(matrices).__name__}"
+        ) from None
+    if matrices.numel() == 0:
+        raise ValueError(
+            f"matrices is empty (shape {tuple(matrices.shape)}): "
+            "nothing to draw"
+        )
     if matrices.dim() == 2:
         return matrices[None, None]
     if matrices.dim() == 3:

@@ -1,7 +1,7 @@
 """Counting memory: the bytes of a score matrix and what autograd keeps for
 a backward pass."""
 
-from .._checks import require_int, require_positive
+from .._checks import require_int
 
 
 def score_matrix_bytes(
@@ -16,10 +16,14 @@ def score_matrix_bytes(
 
     require_int("n_q", n_q, minimum=0)
     require_int("n_k", n_k, minimum=0)
+    if dtype is not None and not isinstance(dtype, torch.dtype):
+        raise TypeError(
+            f"dtype must be a torch.dtype (e.g. torch.float16), got {dtype!r}"
+        )
     columns = (
         n_k
         if chunk_size is None
-        else min(require_positive("chunk_size", chunk_size), n_k)
+        else min(require_int("chunk_size", chunk_size), n_k)
     )
     return (
         n_q

@@ -24,7 +24,12 @@ import string as _string
 
 import torch
 
-from .._checks import require_flag, require_int, require_text
+from .._checks import (
+    require_flag,
+    require_generator,
+    require_int,
+    require_text,
+)
 
 FIRST_DATE = _dt.date(1900, 1, 1)
 LAST_DATE = _dt.date(2099, 12, 31)
@@ -179,6 +184,7 @@ def format_date(
 def random_dates(n: int, generator: torch.Generator) -> list[_dt.date]:
     """``n`` dates drawn uniformly (each day equally likely) from 1900-01-01
     to 2099-12-31."""
+    require_generator("generator", generator)
     require_int("n", n, minimum=0)
     span = (LAST_DATE - FIRST_DATE).days + 1
     offsets = torch.randint(0, span, (n,), generator=generator)
@@ -194,6 +200,7 @@ def random_date_pairs(n: int, generator: torch.Generator, forms=FORMS):
     (``CASE_PROBABILITIES``). targets[i] is the ISO form of sources[i]'s date,
     e.g. ``('may 03 1999', '1999-05-03')``.
     """
+    require_generator("generator", generator)
     require_int("n", n, minimum=0)
     forms = tuple(forms)
     for form in forms:
@@ -387,6 +394,7 @@ def date_batch(n: int, generator: torch.Generator, forms=FORMS):
     tgt_out: (n, 11) the 10 target characters + EOS (what the decoder must
     predict).
     """
+    require_generator("generator", generator)
     sources, targets = random_date_pairs(n, generator, forms)
     src, src_lengths = SOURCE_VOCAB.encode(sources)
     tgt, _ = TARGET_VOCAB.encode(targets, add_bos=True, add_eos=True)
