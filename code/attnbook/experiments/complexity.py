@@ -110,13 +110,13 @@ def comparison_layers(
 
 
 def longest_path(n: int, kernel_size: int = 3) -> dict:
-    """Layer applications on the shortest route from input position 1 to output
-    position n.
+    """Layer applications on the shortest route from input 1 to output n.
 
-    CNN (centred kernel of odd size k): each layer lets a position see (k-1)/2
-    more positions to each side, so output n sees input 1 after ceil((n-1) /
-    ((k-1)/2)) layers. RNN: the cell is applied n times along x_1 -> h_1 -> ...
-    -> h_n. Self-attention: 1 (every position sees every other in one layer).
+    CNN (centred kernel of odd size k): each layer lets a position see
+    (k-1)/2 more positions to each side, so output n sees input 1 after
+    ceil((n-1) / ((k-1)/2)) layers. RNN: the cell is applied n times along
+    x_1 -> h_1 -> ... -> h_n. Self-attention: 1 (every position sees every
+    other in one layer).
     """
     require_int("n", n, 2)
     reach = (_check_kernel(kernel_size) - 1) // 2
@@ -131,8 +131,7 @@ def sequential_operations(n: int) -> dict:
 
 
 def multiply_adds(n: int, dim: int, kernel_size: int = 3) -> dict:
-    """Exact multiply-adds of one forward pass of each layer (one sequence,
-    biases ignored).
+    """Exact multiply-adds of one forward pass of each layer, biases ignored.
 
     CNN layer: k n d^2. RNN: 2 n d^2 (input and recurrent matrices).
     Self-attention: 3 n d^2 for Q, K, V plus n^2 d for Q K^T and n^2 d for
@@ -141,12 +140,9 @@ def multiply_adds(n: int, dim: int, kernel_size: int = 3) -> dict:
     """
     require_int("n", n, 1)
     require_int("dim", dim, 1)
-    kernel_size = _check_kernel(kernel_size)
-    return {
-        "CNN": kernel_size * n * dim**2,
-        "RNN": 2 * n * dim**2,
-        "self-attention": 3 * n * dim**2 + 2 * n**2 * dim,
-    }
+    k, d = _check_kernel(kernel_size), dim
+    sa = 3 * n * d**2 + 2 * n**2 * d  # projections, then Q K^T and A V
+    return {"CNN": k * n * d**2, "RNN": 2 * n * d**2, "self-attention": sa}
 
 
 def sees_first_position(layer, n: int, dim: int, seed: int = 0) -> bool:

@@ -72,22 +72,28 @@ def _check_permutations(x: torch.Tensor, target) -> torch.Tensor:
     return target
 
 
+def _check_inputs(module, x, target=None) -> torch.Tensor:
+    """x: finite (B, n) floats in the module's dtype; target, when given,
+    (B, n) permutations of 0..n-1. Returns x."""
+    _check_values(x)
+    require_module_dtype(module, x=x)
+    if target is not None:
+        _check_permutations(x, target)
+    return x
+
+
 def not_chosen_mask(target: torch.Tensor) -> torch.Tensor:
     """Keep-mask of the positions still available at every decoding step.
 
-    target: (B, n) permutations; ``target[b, t]`` is the position chosen at
-    step t (0-based). Returns mask (B, n, n) with ``mask[b, t, j] = True`` iff
-    position j was not chosen at steps 0..t-1, i.e. iff j appears in
-    ``target[b, t:]``.
+    target: (B, n) permutations, ``target[b, t]`` the position chosen at
+    step t (0-based). Returns mask (B, n, n): ``mask[b, t, j]`` is True iff
+    position j was not chosen at steps 0..t-1 (j is in ``target[b, t:]``).
     """
     batch, n = target.shape
-    steps = torch.arange(n, device=target.device)
-    # step_of[b, j]: the step at which position j is chosen (the inverse
-    # permutation).
-    step_of = torch.empty_like(target).scatter_(
-        1, target, steps.expand(batch, n)
-    )
-    return step_of.unsqueeze(1) >= steps.view(1, n, 1)
+    steps = torch.arange(n, device=target.device).expand(batch, n)
+    # step_of[b, j]: the step that chooses position j (inverse permutation)
+    step_of = torch.empty_like(target).scatter_(1, target, steps)
+    return step_of.unsqueeze(1) >= steps.unsqueeze(2)
 
 
 class PointerNetwork(nn.Module):
@@ -134,93 +140,71 @@ class PointerNetwork(nn.Module):
         """
         return self.pointer(decoder_states, encoder_states)
 
-    def teacher_forced_scores(
-        self, x: torch.Tensor, target: torch.Tensor
-    ) -> torch.Tensor:
-        """Unmasked pointer scores s_{t,j} under teacher forcing (step t is fed
-        the true c_{t-1}).
+    def teacher_forced_scores(self, x, target):
+        """Unmasked pointer scores s_{t,j} under teacher forcing.
 
-        x: (B, n) numbers, target: (B, n) permutations. Returns scores (B, n,
-        n).
+        x: (B, n) numbers, target: (B, n) permutations. Step 0 is fed the start
+        symbol, step t the true c_{t-1}'s number. Returns scores (B, n, n).
         """
-        _check_values(x)
-        require_module_dtype(self, x=x)
-        _check_permutations(x, target)
+        _check_inputs(self, x, target)
         encoder_states, final = self.encode(x)
-        chosen_values = x.gather(
-            1, target[:, :-1]
-        )  # the inputs fed back at steps 1..n-1
-        fed = torch.cat(
-            [
-                self.start.expand(x.shape[0], 1, -1),
-                self.embed(chosen_values.unsqueeze(-1)),
-            ],
-            dim=1,
-        )
+        start = self.start.expand(len(x), 1, -1)
+        chosen = x.gather(1, target[:, :-1]).unsqueeze(-1)  # fed at 1..n-1
+        fed = torch.cat([start, self.embed(chosen)], dim=1)
         decoder_states, _ = self.decoder(fed, final)
         return self.pointer_scores(decoder_states, encoder_states)
 
-    def forward(self, x: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    def forward(self, x, target):
         """Teacher forcing: the pointer distributions when step t is fed the
         true c_{t-1}.
 
-        x: (B, n) numbers, target: (B, n) permutations (the true output
-        positions). Returns weights (B, n, n): row t is p(c_t = . | c_<t, x),
-        zero on the positions that ``target`` chose before step t.
+        x: (B, n) numbers, target: (B, n) permutations (the true positions).
+        Returns weights (B, n, n): row t is p(c_t = . | c_<t, x), zero on the
+        positions that ``target`` chose before step t.
         """
-        return masked_softmax(
-            self.teacher_forced_scores(x, target), not_chosen_mask(target)
-        )
+        scores = self.teacher_forced_scores(x, target)
+        return masked_softmax(scores, not_chosen_mask(target))
 
-    def loss(self, x: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    def loss(self, x, target):
         """Cross-entropy of the true positions under teacher forcing, averaged
         over steps and batch.
 
-        Computed as ``log_softmax`` of the masked scores (chosen positions set
-        to -inf), never as log(softmax): the log-sum-exp form stays finite,
-        with a nonzero gradient, even when the true position's probability
-        underflows to 0 in float32.
+        ``log_softmax`` of the masked scores (chosen positions set to -inf),
+        never log(softmax): it stays finite, with a nonzero gradient, even
+        when the true position's probability underflows to 0 in float32.
         """
         scores = self.teacher_forced_scores(x, target)
-        log_p = torch.log_softmax(
-            scores.masked_fill(~not_chosen_mask(target), float("-inf")), dim=-1
-        )
+        chosen = ~not_chosen_mask(target)
+        log_p = torch.log_softmax(scores.masked_fill(chosen, -torch.inf), -1)
         return -log_p.gather(2, target.unsqueeze(-1)).mean()
 
-    @torch.no_grad()
-    def decode(self, x: torch.Tensor, return_weights: bool = False):
-        """Greedy decoding: at every step point at the most probable position
-        not yet chosen.
+    def pointer_step(self, fed, state, encoder_states, available):
+        """One greedy decoding step.
 
-        x: (B, n) numbers. Returns positions (B, n) int64, every row a
-        permutation of 0..n-1; with ``return_weights=True`` also the pointer
-        distributions (B, n, n), row t being the distribution of step t.
+        fed: (B, 1, H) the embedded number chosen last (or the start symbol);
+        state: the decoder LSTM's (h, c); available: (B, n), True = not chosen
+        yet. Returns (choice (B,), weights (B, 1, n), the new state).
         """
-        _check_values(x)
-        require_module_dtype(self, x=x)
-        batch, n = x.shape
-        encoder_states, state = self.encode(x)
-        available = torch.ones(batch, n, dtype=torch.bool, device=x.device)
-        fed = self.start.expand(batch, 1, -1)
-        rows = torch.arange(batch, device=x.device)
-        choices, all_weights = [], []
-        for _ in range(n):
-            decoder_state, state = self.decoder(fed, state)  # (B, 1, H)
-            weights = masked_softmax(
-                self.pointer_scores(decoder_state, encoder_states),
-                available.unsqueeze(1),
-            )
-            # The weights of the k kept positions sum to 1, so the largest is
-            # >= 1/k > 0, while a chosen position has weight exactly 0: argmax
-            # never repeats a position.
-            choice = weights.squeeze(1).argmax(dim=-1)
-            available[rows, choice] = False
-            fed = self.embed(x[rows, choice].view(batch, 1, 1))
+        decoder_state, state = self.decoder(fed, state)  # (B, 1, H)
+        scores = self.pointer_scores(decoder_state, encoder_states)
+        weights = masked_softmax(scores, available.unsqueeze(1))
+        # The k kept weights sum to 1, so the largest is >= 1/k > 0, while a
+        # chosen position has weight exactly 0: argmax never repeats one.
+        return weights.squeeze(1).argmax(dim=-1), weights, state
+
+    @torch.no_grad()
+    def decode(self, x, return_weights=False):
+        """Greedy decoding of x (B, n): positions (B, n), each a permutation of
+        0..n-1; with ``return_weights`` also the weights (B, n, n)."""
+        keys, state = self.encode(_check_inputs(self, x))  # encoder states
+        available = torch.ones_like(x, dtype=torch.bool)
+        fed = self.start.expand(len(x), 1, -1)  # step 0: the start symbol
+        choices, weights = [], []
+        for _ in range(x.shape[1]):
+            choice, w, state = self.pointer_step(fed, state, keys, available)
+            available.scatter_(1, choice.unsqueeze(1), False)
+            fed = self.embed(x.gather(1, choice.unsqueeze(1)).unsqueeze(-1))
             choices.append(choice)
-            all_weights.append(weights)
-        positions = torch.stack(choices, dim=1)
-        return (
-            (positions, torch.cat(all_weights, dim=1))
-            if return_weights
-            else positions
-        )
+            weights.append(w)
+        positions, weights = torch.stack(choices, 1), torch.cat(weights, 1)
+        return (positions, weights) if return_weights else positions

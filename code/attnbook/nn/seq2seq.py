@@ -175,68 +175,45 @@ class Seq2Seq(nn.Module):
         summary = torch.cat([final[0], final[1]], dim=-1)
         return states, summary, lengths_to_mask(lengths, src.shape[1])
 
-    def context(
-        self,
-        state: torch.Tensor,
-        states: torch.Tensor,
-        summary: torch.Tensor,
-        keep: torch.Tensor,
-    ):
+    def context(self, state, states, summary, keep):
         """The context vector c_t for decoder state s_{t-1}.
 
-        state: (B, H) s_{t-1}; states: (B, n, 2H); summary: (B, 2H); keep: (B,
-        n). Returns (c_t (B, 2H), alpha_t (B, n) or None without attention).
+        state: (B, H) s_{t-1}; states: (B, n, 2H) E; summary: (B, 2H) c;
+        keep: (B, n). Returns (c_t (B, 2H), alpha_t (B, n) or None).
         """
         if self.score is None:
             return summary, None
-        # One query per sequence: (B, 1, H) against keys = values = E (B, n,
-        # 2H); mask (B, 1, n).
-        c, weights = attention(
-            state.unsqueeze(1),
-            states,
-            states,
-            score=self.score,
-            mask=keep.unsqueeze(1),
-        )
+        # One query per sequence: (B, 1, H); keys = values = E; mask (B, 1, n)
+        query, mask = state.unsqueeze(1), keep.unsqueeze(1)
+        c, weights = attention(query, states, states, self.score, mask)
         return c.squeeze(1), weights.squeeze(1)
 
-    def step(
-        self,
-        prev_tokens: torch.Tensor,
-        state: torch.Tensor,
-        states,
-        summary,
-        keep,
-    ):
-        """One decoder step: (logits (B, V), s_t (B, H), alpha_t (B, n) or
-        None)."""
+    def step(self, prev_tokens, state, states, summary, keep):
+        """One decoder step from y_{t-1} (B,) and s_{t-1} (B, H).
+
+        Returns (logits (B, V), s_t (B, H), alpha_t (B, n) or None).
+        """
         y = self.tgt_embed(prev_tokens)
         c, weights = self.context(state, states, summary, keep)
         state = self.cell(torch.cat([y, c], dim=-1), state)
         logits = self.out(torch.cat([state, c, y], dim=-1))
         return logits, state, weights
 
-    def forward(
-        self, src: torch.Tensor, lengths: torch.Tensor, tgt_in: torch.Tensor
-    ):
+    def forward(self, src, lengths, tgt_in):
         """Teacher forcing: the decoder is fed the true previous tokens.
 
-        src: (B, n), lengths: (B,), tgt_in: (B, T) BOS followed by the target
-        tokens. Returns (logits (B, T, V), weights (B, T, n), or None without
-        attention).
+        src: (B, n), lengths: (B,), tgt_in: (B, T) BOS, then the target.
+        Returns (logits (B, T, V), weights (B, T, n) or None).
         """
         states, summary, keep = self.encode(src, lengths)
         state = torch.tanh(self.init_state(summary))
         logits, weights = [], []
-        for t in range(tgt_in.shape[1]):
-            out, state, alpha = self.step(
-                tgt_in[:, t], state, states, summary, keep
-            )
+        for prev in tgt_in.unbind(1):  # y_{t-1} for t = 1, ..., T
+            out, state, alpha = self.step(prev, state, states, summary, keep)
             logits.append(out)
             weights.append(alpha)
-        return torch.stack(logits, 1), (
-            torch.stack(weights, 1) if self.score is not None else None
-        )
+        weights = torch.stack(weights, 1) if self.uses_attention else None
+        return torch.stack(logits, 1), weights
 
     def loss(self, src, lengths, tgt_in, tgt_out) -> torch.Tensor:
         """Mean cross-entropy of the teacher-forced predictions; padding (0)

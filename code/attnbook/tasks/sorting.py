@@ -36,14 +36,13 @@ TRAINING_RECIPE = {
 }
 
 
-def sorting_batch(
-    batch_size: int, n: int, generator: torch.Generator | None = None
-):
+def sorting_batch(batch_size: int, n: int, generator=None):
     """A batch of the sorting task.
 
     Returns x: (batch_size, n) floats uniform in [0, 1) drawn with
-    ``generator``, and target: (batch_size, n) int64, the positions of x from
-    largest to smallest (``torch.argsort(x, dim=1, descending=True)``).
+    ``generator`` (a torch.Generator or None), and target: (batch_size, n)
+    int64, the positions of x from largest to smallest
+    (``torch.argsort(x, dim=1, descending=True)``).
     """
     require_int("batch_size", batch_size)
     require_int("n", n)
