@@ -49,12 +49,7 @@ class PreNormEncoderBlock(TransformerEncoderBlock):
     (boolean, True = keep, e.g. (B, 1, 1, n) from ``padding_mask``).
     """
 
-    def forward(
-        self,
-        x: torch.Tensor,
-        mask: torch.Tensor | None = None,
-        return_weights: bool = False,
-    ):
+    def forward(self, x, mask=None, return_weights=False):
         self._check(x, mask)
         normed = self.norm1(x)
         attended, weights = self.self_attn(normed, normed, normed, mask=mask)

@@ -176,12 +176,7 @@ class TransformerEncoderBlock(nn.Module):
                 "padding_mask(valid_lens, n)"
             )
 
-    def forward(
-        self,
-        x: torch.Tensor,
-        mask: torch.Tensor | None = None,
-        return_weights: bool = False,
-    ):
+    def forward(self, x, mask=None, return_weights=False):
         """Returns y (B, n, embed_dim), or (y, weights) with the attention
         weights (B, num_heads, n, n) if ``return_weights`` is True."""
         self._check(x, mask)

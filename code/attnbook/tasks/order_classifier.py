@@ -129,12 +129,7 @@ class CLSClassifier(nn.Module):
         )
         self.head = nn.Linear(embed_dim, num_classes)
 
-    def forward(
-        self,
-        tokens: torch.Tensor,
-        valid_lens=None,
-        return_weights: bool = False,
-    ):
+    def forward(self, tokens, valid_lens=None, return_weights=False):
         hidden, weights = self.encoder(tokens, valid_lens, return_weights=True)
         logits = self.head(hidden[:, 0])
         return (logits, weights) if return_weights else logits
