@@ -663,7 +663,8 @@ def test_the_limit_can_be_changed():
     try:
         with pytest.raises(ValueError, match=r"\(64, 64\)"):
             attention(q, q, q)
-        chunked_attention(q, q, q)  # never builds the matrix
+        # blocks of 64 x 2 scores (512 bytes): never the whole matrix
+        chunked_attention(q, q, q, chunk_size=2)
     finally:
         attnbook.set_matrix_memory_limit(previous)
     attention(q, q, q)

@@ -190,3 +190,86 @@ def test_a_damaged_weight_file_never_suggests_weights_only_false(monkeypatch):
     with pytest.raises(ValueError) as error:
         _weights.load_pinned("any.pt", "0" * 64)
     assert "weights_only" not in str(error.value)
+
+
+# D8: every large allocation is checked against the memory limit first.
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: dot_score(torch.zeros(10**5, 2), torch.zeros(10**5, 2)),
+        lambda: attnbook.scaled_dot_score(
+            torch.zeros(10**5, 2), torch.zeros(10**5, 2)
+        ),
+        lambda: attnbook.lengths_to_mask(torch.tensor([3]), 10**12),
+        lambda: attnbook.AdditiveScore(10**6, 10**6, 10**4),
+        lambda: attnbook.BilinearScore(10**6, 10**6),
+    ],
+    ids=["dot", "scaled_dot", "lengths_to_mask", "additive", "bilinear"],
+)
+def test_huge_allocations_are_refused_before_they_start(call):
+    state = torch.get_rng_state()
+    with pytest.raises(ValueError, match="GiB"):
+        call()
+    assert torch.equal(state, torch.get_rng_state())
+
+
+def test_random_queries_and_keys_refuses_a_huge_dim():
+    from attnbook.experiments.score_scaling import random_queries_and_keys
+
+    with pytest.raises(ValueError, match="GiB"):
+        random_queries_and_keys(10**12)
+
+
+# D9 (b): a refused constructor leaves torch's global random state alone.
+def test_a_constructor_that_fails_midway_restores_the_rng():
+    from attnbook._checks import restores_rng_on_error
+
+    class Half(torch.nn.Module):
+        @restores_rng_on_error
+        def __init__(self):
+            super().__init__()
+            self.first = torch.nn.Linear(4, 4)  # draws weights
+            raise ValueError("refused after drawing")
+
+    state = torch.get_rng_state()
+    with pytest.raises(ValueError):
+        Half()
+    assert torch.equal(state, torch.get_rng_state())
+
+
+# D4: seeded builds from several threads get their seed's weights.
+def test_seeded_builds_in_threads_match_the_serial_ones():
+    import threading
+
+    from attnbook._checks import seeded
+
+    def build(seed):
+        with seeded(seed):
+            return torch.nn.Linear(64, 64).weight.detach().clone()
+
+    expected = [build(seed) for seed in range(8)]
+    results = [None] * 8
+    state = torch.get_rng_state()
+
+    def work(seed):
+        for _ in range(20):
+            results[seed] = build(seed)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all(torch.equal(r, e) for r, e in zip(results, expected))
+    assert torch.equal(state, torch.get_rng_state())
+
+
+# D14: extreme but accepted parameters give an error, not NaN statistics.
+def test_softmax_statistics_refuses_a_temperature_that_overflows():
+    from attnbook.experiments.score_scaling import softmax_statistics
+
+    scores = torch.randn(4, 8)
+    with pytest.raises(ValueError, match="temperature"):
+        softmax_statistics(scores, temperature=1e-320)
+    with pytest.raises(ValueError, match="shape"):
+        softmax_statistics(torch.empty(0, 8))

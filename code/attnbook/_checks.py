@@ -1,5 +1,10 @@
 """Input checks shared by every module: clear errors instead of deep torch
-errors."""
+errors, raised before anything the caller owns changes (a tensor, a cache,
+torch's global random state)."""
+
+import functools
+import threading
+from contextlib import contextmanager
 
 import torch
 
@@ -298,9 +303,18 @@ def matrix_memory_limit() -> int:
     return _MATRIX_LIMIT["bytes"]
 
 
-def require_matrix_fits(what: str, shape, dtype: torch.dtype) -> None:
+_CHUNKED_HINT = "use attnbook.chunked_attention, which never builds it, or"
+
+
+def require_matrix_fits(
+    what: str, shape, dtype: torch.dtype, hint: str = _CHUNKED_HINT
+) -> None:
     """Raise ``ValueError`` before allocating a tensor of ``shape`` and
-    ``dtype`` larger than the limit."""
+    ``dtype`` larger than the limit (``set_matrix_memory_limit``).
+
+    Every large allocation goes through here: score matrices, masks, position
+    tables, a layer's weights, a batch of data.
+    """
     numel = 1
     for size in shape:
         numel *= int(size)
@@ -309,11 +323,27 @@ def require_matrix_fits(what: str, shape, dtype: torch.dtype) -> None:
     if size > limit:
         raise ValueError(
             f"{what} of shape {tuple(int(s) for s in shape)} would take "
-            f"{size / 2**30:,.1f} GiB "
-            f"(limit {limit / 2**30:,.1f} GiB): use "
-            "attnbook.chunked_attention, which never builds it, "
-            f"or raise the limit with attnbook.set_matrix_memory_limit(bytes)"
+            f"{size / 2**30:,.1f} GiB (limit {limit / 2**30:,.1f} GiB): "
+            f"{hint} raise the limit with "
+            "attnbook.set_matrix_memory_limit(bytes)"
         )
+
+
+def require_weights_fit(what: str, *shapes) -> None:
+    """A layer's parameters (float32 tensors of ``shapes``) within the
+    memory limit, checked before any is allocated."""
+    numel = 0
+    for shape in shapes:
+        count = 1
+        for size in shape:
+            count *= int(size)
+        numel += count
+    require_matrix_fits(
+        f"the weights of {what}",
+        (numel,),
+        torch.float32,
+        hint="make it smaller or",
+    )
 
 
 def keep_global_rng():
@@ -325,6 +355,42 @@ def keep_global_rng():
     cells ran before.
     """
     return torch.random.fork_rng(devices=[])
+
+
+# torch's global generator is shared by every thread: a seeded build holds
+# this lock, so two threads never seed and draw from it at once.
+_GLOBAL_RNG_LOCK = threading.RLock()
+
+
+@contextmanager
+def seeded(seed: int):
+    """Build with torch's global generator seeded ``seed``, then restore it.
+
+    Modules draw their initial weights from the global generator; inside this
+    context the draws are ``seed``'s, whatever other threads do (they wait),
+    and the caller's random stream is left as it was.
+    """
+    require_int("seed", seed, minimum=0)
+    with _GLOBAL_RNG_LOCK, torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield
+
+
+def restores_rng_on_error(init):
+    """Decorate a module's ``__init__``: if it raises (a refused argument,
+    a failed allocation), torch's global random state is put back as it was
+    before the weights drawn so far."""
+
+    @functools.wraps(init)
+    def wrapper(*args, **kwargs):
+        state = torch.get_rng_state()
+        try:
+            return init(*args, **kwargs)
+        except Exception:
+            torch.set_rng_state(state)
+            raise
+
+    return wrapper
 
 
 def require_multihead_mask(

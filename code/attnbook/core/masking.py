@@ -13,6 +13,7 @@ from .._checks import (
     require_bool_mask,
     require_float,
     require_int,
+    require_matrix_fits,
     require_tensor,
 )
 
@@ -149,6 +150,12 @@ def lengths_to_mask(valid_lens, n: int) -> torch.Tensor:
         raise TypeError(
             f"valid_lens must hold integers, got dtype {valid_lens.dtype}"
         )
+    require_matrix_fits(
+        "the mask",
+        (*valid_lens.shape, n),
+        torch.bool,
+        hint="use a smaller n, or",
+    )
     bad = (valid_lens < 0) | (valid_lens > n)
     if bad.any():
         first = valid_lens[bad].flatten()[0].item()

@@ -18,14 +18,22 @@ from .._checks import (
     require_same_dtype,
     require_same_size,
     require_sequences,
+    require_weights_fit,
+    restores_rng_on_error,
 )
 
 
 def _check_pair(queries: torch.Tensor, keys: torch.Tensor) -> None:
-    """Queries and keys must be float tensors of one dtype, with at least 2
-    dims and compatible batches."""
+    """Queries and keys must be float tensors of one dtype and device, with
+    at least 2 dims and compatible batches, whose score matrix fits."""
     require_sequences(queries=queries, keys=keys)
     require_same_dtype(queries=queries, keys=keys)
+    batch = torch.broadcast_shapes(queries.shape[:-2], keys.shape[:-2])
+    require_matrix_fits(
+        "the score matrix",
+        (*batch, queries.shape[-2], keys.shape[-2]),
+        queries.dtype,
+    )
 
 
 def dot_score(queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
@@ -71,6 +79,7 @@ class AdditiveScore(nn.Module):
     bias, and ``v``.
     """
 
+    @restores_rng_on_error
     def __init__(self, query_dim: int, key_dim: int, hidden_dim: int):
         super().__init__()
         self.query_dim, self.key_dim = (
@@ -78,6 +87,9 @@ class AdditiveScore(nn.Module):
             require_dim("key_dim", key_dim),
         )
         self.hidden_dim = require_dim("hidden_dim", hidden_dim)
+        require_weights_fit(
+            "AdditiveScore", (hidden_dim, key_dim + query_dim + 1)
+        )
         self.key_proj = nn.Linear(key_dim, hidden_dim, bias=False)
         self.query_proj = nn.Linear(query_dim, hidden_dim, bias=False)
         self.v = nn.Linear(hidden_dim, 1, bias=False)
@@ -120,12 +132,14 @@ class BilinearScore(nn.Module):
     score is (U k)^T (V q).
     """
 
+    @restores_rng_on_error
     def __init__(self, query_dim: int, key_dim: int):
         super().__init__()
         self.query_dim, self.key_dim = (
             require_dim("query_dim", query_dim),
             require_dim("key_dim", key_dim),
         )
+        require_weights_fit("BilinearScore", (key_dim, query_dim))
         bound = 1.0 / math.sqrt(query_dim)
         self.weight = nn.Parameter(
             torch.empty(key_dim, query_dim).uniform_(-bound, bound)

@@ -14,7 +14,12 @@ import math
 
 import torch
 
-from .._checks import require_float, require_int, require_positive
+from .._checks import (
+    require_float,
+    require_int,
+    require_matrix_fits,
+    require_positive,
+)
 from ..core.scoring import dot_score, scaled_dot_score
 
 SATURATION = 0.99
@@ -43,6 +48,13 @@ def random_queries_and_keys(
         ("n_keys", n_keys, 2),
     ):
         require_int(name, value, minimum=low)
+    require_int("seed", seed, minimum=0)
+    require_matrix_fits(
+        "the keys",
+        (n_trials, n_keys, dim),
+        torch.float64,
+        hint="use fewer, or",
+    )
     generator = torch.Generator().manual_seed(seed)
     queries = torch.randn(
         n_trials, 1, dim, generator=generator, dtype=torch.float64
@@ -85,7 +97,18 @@ def softmax_statistics(scores: torch.Tensor, temperature: float = 1.0) -> dict:
     """
     require_float("scores", scores)
     require_positive("temperature", temperature)
-    weights = torch.softmax(scores / temperature, dim=-1)
+    if scores.dim() != 2 or 0 in scores.shape:
+        raise ValueError(
+            "scores must be (n_trials, n_keys) with at least one of each, got "
+            f"shape {tuple(scores.shape)}"
+        )
+    scaled = scores / temperature
+    if not torch.isfinite(scaled).all():
+        raise ValueError(
+            f"scores / temperature is not finite (temperature={temperature:g} "
+            "is too small for these scores, or they hold NaN or inf)"
+        )
+    weights = torch.softmax(scaled, dim=-1)
     plogp = torch.where(
         weights > 0, weights * weights.log(), torch.zeros_like(weights)
     )
