@@ -273,3 +273,155 @@ def test_softmax_statistics_refuses_a_temperature_that_overflows():
         softmax_statistics(scores, temperature=1e-320)
     with pytest.raises(ValueError, match="shape"):
         softmax_statistics(torch.empty(0, 8))
+
+
+# The chapter tasks and models (D8, D9a, D10, D13-D16 in chapters 5-8).
+def test_sorting_batch_needs_a_generator():
+    from attnbook.tasks.sorting import sorting_batch
+
+    state = torch.get_rng_state()
+    with pytest.raises(TypeError, match="generator"):
+        sorting_batch(2, 4, None)
+    with pytest.raises(ValueError, match="GiB"):
+        sorting_batch(10**6, 10**6, torch.Generator())
+    assert torch.equal(state, torch.get_rng_state())
+
+
+def test_sorting_accuracy_refuses_a_tensor_count_and_leaves_it_alone():
+    from attnbook.tasks.sorting import sorting_accuracy
+
+    count = torch.tensor(20)
+    with pytest.raises(ValueError, match="num_sequences"):
+        sorting_accuracy(attnbook.pretrained_sorter(), 5, num_sequences=count)
+    assert count.item() == 20
+    with pytest.raises(ValueError, match="num_sequences"):
+        sorting_accuracy(attnbook.pretrained_sorter(), 5, num_sequences=0)
+
+
+def test_scale_to_unit_refuses_bounds_that_reverse_the_order():
+    from attnbook.tasks.sorting import scale_to_unit
+
+    x = torch.tensor([[3.0, 1.0, 2.0]])
+    with pytest.raises(ValueError, match="high"):
+        scale_to_unit(x, low=0.9, high=0.1)
+    with pytest.raises(ValueError, match="low"):
+        scale_to_unit(x, low=float("nan"))
+
+
+def test_a_crafted_sorter_file_is_refused_before_it_allocates(tmp_path):
+    from attnbook.tasks.sorting import load_sorter
+
+    path = tmp_path / "crafted.pt"
+    torch.save({"hidden_dim": 10**6, "state_dict": {}, "info": {}}, path)
+    with pytest.raises(ValueError, match="GiB"):
+        load_sorter(path)
+    torch.save(
+        {"hidden_dim": 8, "state_dict": {"x": torch.ones(1)}, "info": {}}, path
+    )
+    with pytest.raises(ValueError, match="save_sorter"):
+        load_sorter(path)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: attnbook.sinusoidal_encoding(10**9, 64),
+        lambda: attnbook.PositionalEncoding(64, max_len=10**9),
+        lambda: attnbook.position_shift_matrix(1, 10**6),
+    ],
+    ids=["sinusoidal", "PositionalEncoding", "shift_matrix"],
+)
+def test_position_tables_beyond_the_limit_are_refused(call):
+    with pytest.raises(ValueError, match="GiB"):
+        call()
+
+
+def test_a_base_that_makes_nan_frequencies_is_refused():
+    with pytest.raises(ValueError, match="base"):
+        attnbook.sinusoidal_encoding(8, 64, base=5e-324)
+
+
+def test_copy_batch_refuses_strings_beyond_the_limit():
+    from attnbook.tasks.copying import copy_batch
+
+    with pytest.raises(ValueError, match="GiB"):
+        copy_batch(4, 10**9, torch.Generator())
+
+
+@pytest.mark.parametrize("lengths", [[4, 4, 4], [0, 4, 8], [-1, 2, 3]])
+def test_loglog_slope_refuses_lengths_without_a_slope(lengths):
+    from attnbook.experiments.complexity import loglog_slope
+
+    with pytest.raises(ValueError, match="lengths"):
+        loglog_slope(lengths, [1.0, 2.0, 3.0])
+
+
+def test_comparison_layers_built_in_threads_match_the_serial_ones():
+    import threading
+
+    from attnbook.experiments.complexity import comparison_layers
+
+    def weights(seed):
+        return comparison_layers(8, seed=seed)["RNN"].state_dict()
+
+    expected = [weights(seed) for seed in range(4)]
+    results = [None] * 4
+
+    def work(seed):
+        for _ in range(5):
+            results[seed] = weights(seed)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for got, want in zip(results, expected):
+        assert all(torch.equal(got[k], want[k]) for k in want)
+
+
+@pytest.mark.parametrize("strings", [None, 42, {"a": 1}])
+def test_translators_refuse_what_is_not_a_list_of_strings(strings):
+    from attnbook.tasks.dates import SOURCE_VOCAB
+
+    with pytest.raises(TypeError, match="list of strings"):
+        SOURCE_VOCAB.encode_for_translation(strings)
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int16, torch.float32])
+def test_ids_of_a_dtype_embeddings_cannot_take_are_refused(dtype):
+    from attnbook.nn.seq2seq import Seq2Seq
+    from attnbook.tasks.copying import BOTTLENECK_MODELS
+
+    with attnbook._checks.keep_global_rng():
+        model = Seq2Seq(**BOTTLENECK_MODELS["attention"])
+    src = torch.tensor([[3, 4, 5]])
+    tgt = torch.tensor([[1, 3, 4]])
+    with pytest.raises(TypeError, match="int64"):
+        model(src.to(dtype), torch.tensor([3]), tgt)
+    with pytest.raises(TypeError, match="int64"):
+        model(src, torch.tensor([3]), tgt.to(dtype))
+    with pytest.raises(TypeError, match="int64"):
+        model.loss(src, torch.tensor([3]), tgt, tgt.to(dtype))
+
+
+def test_seq2seq_refuses_an_empty_target_and_bad_target_ids():
+    from attnbook.nn.seq2seq import Seq2Seq
+    from attnbook.tasks.copying import BOTTLENECK_MODELS
+
+    with attnbook._checks.keep_global_rng():
+        model = Seq2Seq(**BOTTLENECK_MODELS["plain"])
+    src, lengths = torch.tensor([[3, 4, 5]]), torch.tensor([3])
+    with pytest.raises(ValueError, match="T = 0"):
+        model(src, lengths, torch.zeros(1, 0, dtype=torch.long))
+    tgt = torch.tensor([[1, 3, 4]])
+    with pytest.raises(ValueError, match="tgt_out"):
+        model.loss(src, lengths, tgt, torch.tensor([[3, 4, 99]]))
+
+
+def test_pointer_targets_must_be_int64_positions():
+    model = attnbook.pretrained_sorter()
+    x = torch.tensor([[0.3, 0.1, 0.2]])
+    target = torch.tensor([[0, 2, 1]], dtype=torch.int32)
+    with pytest.raises(TypeError, match="int64"):
+        model.loss(x, target)

@@ -464,8 +464,11 @@ def require_ids(
     shape, and the first bad id.
     """
     require_tensor(name, ids)
-    if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
-        raise TypeError(f"{name} must hold integer ids, got dtype {ids.dtype}")
+    if ids.dtype not in (torch.int64, torch.int32):
+        raise TypeError(
+            f"{name} must hold int64 (or int32) ids, got dtype {ids.dtype}"
+            + ("; convert with .long()" if _is_integer(ids) else "")
+        )
     if dims is not None and ids.dim() != dims:
         raise ValueError(
             f"{name} must have {dims} dimensions, got shape {tuple(ids.shape)}"
@@ -474,6 +477,14 @@ def require_ids(
         bad = ids[(ids < 0) | (ids >= vocab_size)].flatten()[0].item()
         raise ValueError(f"{name} holds id {bad}, outside [0, {vocab_size})")
     return ids
+
+
+def _is_integer(tensor: torch.Tensor) -> bool:
+    return not (
+        tensor.is_floating_point()
+        or tensor.is_complex()
+        or tensor.dtype == torch.bool
+    )
 
 
 def require_lengths(

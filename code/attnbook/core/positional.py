@@ -13,10 +13,13 @@ from torch import nn
 from .._checks import (
     require_float,
     require_int,
+    require_matrix_fits,
     require_positive,
     require_probability,
     require_same_size,
 )
+
+_SMALLER = "use smaller sizes, or"
 
 
 def pair_frequencies(
@@ -26,6 +29,14 @@ def pair_frequencies(
     (ceil(dim/2),)."""
     require_int("dim", dim)
     require_positive("base", base)
+    if not base > 1:
+        raise ValueError(
+            f"base must be above 1 (frequencies fall from 1 to about 1/base), "
+            f"got {base}"
+        )
+    require_matrix_fits(
+        "the frequencies", (dim,), torch.float64, hint=_SMALLER
+    )
     return base ** (-torch.arange(0, dim, 2, dtype=dtype) / dim)
 
 
@@ -38,6 +49,13 @@ def sinusoidal_encoding(
     omega_i = base^(-2i/dim). An odd dim works: the last column is a sine.
     """
     require_int("num_positions", num_positions, minimum=0)
+    require_int("dim", dim)
+    require_matrix_fits(
+        "the position table",
+        (num_positions, dim),
+        torch.float64,
+        hint=_SMALLER,
+    )
     angles = torch.arange(num_positions, dtype=torch.float64)[
         :, None
     ] * pair_frequencies(dim, base)
@@ -61,6 +79,7 @@ def position_shift_matrix(
     require_int("dim", dim)
     if dim % 2:
         raise ValueError(f"position_shift_matrix needs an even dim, got {dim}")
+    require_matrix_fits("the matrix", (dim, dim), torch.float64, hint=_SMALLER)
     if isinstance(delta, bool) or not isinstance(delta, (int, float)):
         raise TypeError(f"delta must be a number, got {type(delta).__name__}")
     if delta != delta or abs(delta) == float("inf"):

@@ -15,7 +15,12 @@ import time
 import torch
 from torch import nn
 
-from .._checks import keep_global_rng, require_float, require_int
+from .._checks import (
+    require_float,
+    require_int,
+    require_weights_fit,
+    seeded,
+)
 from ..measure.threads import single_thread, torch_threads
 from ..measure.timing import calls_per_sample, mean_call_time, median_call_time
 from ..nn.self_attention import SelfAttention
@@ -45,6 +50,11 @@ class ConvStack(nn.Module):
         super().__init__()
         require_int("dim", dim, 1)
         require_int("num_layers", num_layers, 1)
+        require_int("kernel_size", kernel_size, 1)
+        require_weights_fit(
+            f"{num_layers} conv layers",
+            (num_layers, dim * dim * kernel_size + dim),
+        )
         self.kernel_size = _check_kernel(kernel_size)
         self.layers = nn.ModuleList(
             nn.Conv1d(dim, dim, kernel_size, padding=kernel_size // 2)
@@ -95,10 +105,8 @@ def comparison_layers(
 ) -> dict:
     """The three layers at equal width ``dim``, seeded: {"CNN": ..., "RNN":
     ..., "self-attention": ...}."""
-    with (
-        keep_global_rng()
-    ):  # seeded here; the reader's random stream is restored after
-        torch.manual_seed(seed)
+    # seeded here (other threads wait); the reader's random stream is restored
+    with seeded(seed):
         return {
             "CNN": ConvStack(dim, conv_layers, kernel_size),
             "RNN": RecurrentLayer(dim),
@@ -175,8 +183,7 @@ def conv_layers_to_connect(
     autograd whether the last output already depends on the first input.
     """
     require_int("n", n, 2)
-    with keep_global_rng():
-        torch.manual_seed(seed)
+    with seeded(seed):
         stack = ConvStack(dim, n, kernel_size).double()
     x = torch.randn(
         1,
@@ -287,8 +294,14 @@ def time_layers(
 def loglog_slope(lengths, times) -> float:
     """Least-squares slope p of log(time) = p log(n) + c: time grows like
     n^p."""
-    n = torch.as_tensor(lengths, dtype=torch.float64).log()
+    n = torch.as_tensor(lengths, dtype=torch.float64)
     t = torch.as_tensor(times, dtype=torch.float64)
+    if n.shape == t.shape and (not (n > 0).all() or n.unique().numel() < 2):
+        raise ValueError(
+            "lengths must be positive and not all equal (the slope is "
+            f"undefined otherwise), got {n.tolist()}"
+        )
+    n = n.log()
     if n.shape != t.shape or n.numel() < 2:
         raise ValueError(
             f"need as many times as lengths (at least 2), got {tuple(t.shape)}"

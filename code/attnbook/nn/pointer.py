@@ -60,9 +60,9 @@ def _check_permutations(x: torch.Tensor, target) -> torch.Tensor:
             f"target must have the shape of x {tuple(x.shape)}, got "
             f"{tuple(target.shape)}"
         )
-    if target.is_floating_point() or target.dtype == torch.bool:
+    if target.dtype != torch.int64:
         raise TypeError(
-            f"target must hold integer positions, got dtype {target.dtype}"
+            f"target must hold int64 positions, got dtype {target.dtype}"
         )
     expected = torch.arange(x.shape[1], device=target.device).expand_as(target)
     if not torch.equal(target.sort(dim=1).values, expected):

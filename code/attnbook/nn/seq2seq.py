@@ -60,6 +60,8 @@ def _check_seq2seq_inputs(module, args, kwargs):
     require_ids(
         "tgt_in", given["tgt_in"], module.tgt_embed.num_embeddings, dims=2
     )
+    if given["tgt_in"].shape[1] == 0:
+        raise ValueError("tgt_in must hold at least one step (BOS), got T = 0")
     require_tensor("src", given["src"])
     if given["src"].dim() >= 1:
         require_same_size(
@@ -218,8 +220,8 @@ class Seq2Seq(nn.Module):
     def loss(self, src, lengths, tgt_in, tgt_out) -> torch.Tensor:
         """Mean cross-entropy of the teacher-forced predictions; padding (0)
         in tgt_out is ignored."""
-        require_tensor("tgt_out", tgt_out)
         require_tensor("tgt_in", tgt_in)
+        require_ids("tgt_out", tgt_out, self.tgt_embed.num_embeddings, dims=2)
         if tgt_out.shape != tgt_in.shape:
             raise ValueError(
                 f"tgt_out {tuple(tgt_out.shape)} must have the shape of tgt_in"

@@ -4,7 +4,12 @@ and without attention (the shipped pair of models,
 
 import torch
 
-from .._checks import require_generator, require_int, require_lengths
+from .._checks import (
+    require_generator,
+    require_int,
+    require_lengths,
+    require_matrix_fits,
+)
 from .._weights import load_pinned
 from ..core.masking import lengths_to_mask
 from ..nn.seq2seq import BOS, EOS, PAD, Seq2Seq
@@ -56,6 +61,12 @@ def copy_batch(batch_size: int, lengths, generator: torch.Generator):
     else:
         lengths = require_lengths("lengths", lengths, batch_size, 2**31 - 1)
     n = int(lengths.max())
+    require_matrix_fits(
+        "the batch",
+        (batch_size, n + 1),
+        torch.int64,
+        hint="use shorter strings, or",
+    )
     digits = torch.randint(3, 13, (batch_size, n), generator=generator)
     keep = lengths_to_mask(lengths, n)
     src = digits.masked_fill(~keep, PAD)

@@ -273,6 +273,10 @@ class CharVocabulary:
             raise TypeError(
                 "pass a list of strings, not one string (wrap it: [text])"
             )
+        if not isinstance(strings, (list, tuple)):
+            raise TypeError(
+                f"pass a list of strings, got {type(strings).__name__}"
+            )
         strings = list(strings)
         for text in strings:
             if not isinstance(text, str):

@@ -8,7 +8,15 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from .._checks import keep_global_rng, require_int, require_positive
+from .._checks import (
+    keep_global_rng,
+    require_finite_number,
+    require_generator,
+    require_int,
+    require_matrix_fits,
+    require_positive,
+    require_weights_fit,
+)
 from .._weights import load_pinned
 from ..measure.threads import torch_threads
 from ..nn.pointer import PointerNetwork, _check_values
@@ -36,18 +44,28 @@ TRAINING_RECIPE = {
 }
 
 
-def sorting_batch(batch_size: int, n: int, generator=None):
+def sorting_batch(batch_size: int, n: int, generator: torch.Generator):
     """A batch of the sorting task.
 
     Returns x: (batch_size, n) floats uniform in [0, 1) drawn with
-    ``generator`` (a torch.Generator or None), and target: (batch_size, n)
-    int64, the positions of x from largest to smallest
-    (``torch.argsort(x, dim=1, descending=True)``).
+    ``generator``, and target: (batch_size, n) int64, the positions of x
+    from largest to smallest (``torch.argsort(x, dim=1, descending=True)``).
     """
-    require_int("batch_size", batch_size)
-    require_int("n", n)
+    _check_batch(batch_size, n, generator)
     x = torch.rand(batch_size, n, generator=generator)
     return x, torch.argsort(x, dim=1, descending=True, stable=True)
+
+
+def _check_batch(batch_size, n, generator) -> None:
+    require_int("batch_size", batch_size)
+    require_int("n", n)
+    require_generator("generator", generator)
+    require_matrix_fits(
+        "the batch",
+        (batch_size, n),
+        torch.float32,
+        hint="use a smaller one, or",
+    )
 
 
 def scale_to_unit(
@@ -62,6 +80,8 @@ def scale_to_unit(
     same order, familiar range.
     """
     _check_values(x)
+    require_finite_number("low", low)
+    require_finite_number("high", high, low=low, include_low=False)
     smallest = x.min(dim=1, keepdim=True).values
     spread = x.max(dim=1, keepdim=True).values - smallest
     if (
@@ -91,6 +111,10 @@ def sorting_accuracy(
     ``torch.Generator().manual_seed(seed)`` (in chunks of ``batch_size``) and
     counts exact matches of the permutation.
     """
+    require_int("n", n)
+    require_int("num_sequences", num_sequences)
+    require_int("seed", seed, minimum=0)
+    require_int("batch_size", batch_size)
     generator = torch.Generator().manual_seed(seed)
     correct, remaining = 0, num_sequences
     while remaining > 0:
@@ -221,11 +245,19 @@ def _sorter_from(saved: dict):
             "the file does not hold a saved PointerNetwork (hidden_dim, "
             "state_dict, info)"
         )
-    with (
-        keep_global_rng()
-    ):  # the module's initial weights are drawn, then overwritten
-        model = PointerNetwork(saved["hidden_dim"])
-    model.load_state_dict(saved["state_dict"])
+    hidden_dim = require_int("the saved hidden_dim", saved["hidden_dim"])
+    require_weights_fit("the saved sorter", (8 * hidden_dim, 4 * hidden_dim))
+    # the module's initial weights are drawn, then overwritten
+    with keep_global_rng():
+        model = PointerNetwork(hidden_dim)
+    try:
+        model.load_state_dict(saved["state_dict"])
+    except (RuntimeError, TypeError, AttributeError) as error:
+        raise ValueError(
+            "the file's state_dict does not fit a PointerNetwork("
+            f"{hidden_dim}): not written by save_sorter "
+            f"({type(error).__name__})"
+        ) from None
     return model.eval(), saved["info"]
 
 
