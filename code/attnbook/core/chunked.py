@@ -35,10 +35,12 @@ from .._checks import (
 )
 from .attention import (
     _drop_masked_garbage,
+    _scores_surely_finite,
     _scores_with_partly_masked_garbage,
     _weighted_values,
+    attention,
 )
-from .scoring import dot_score
+from .scoring import dot_score, scaled_dot_score
 
 DEFAULT_CHUNK_SIZE = 128
 
@@ -139,8 +141,14 @@ class StreamingAttention:
         else:
             scores = dot_score(self.scaled_queries, keys)
         if mask is not None:
-            require_bool_mask(mask, scores.shape)
+            require_bool_mask(mask, scores.shape, device=scores.device)
             scores.masked_fill_(~mask, self.lowest)
+        top = scores.detach().amax(dim=-1)
+        if torch.isnan(top).any() or torch.isposinf(top).any():
+            raise ValueError(
+                "a kept score is +inf or NaN: the online softmax has no "
+                "finite running maximum (attnbook.attention gives the limit)"
+            )
         return scores
 
     def output(self) -> torch.Tensor:
@@ -253,23 +261,23 @@ def chunked_attention(
         queries.shape[:-2], keys.shape[:-2], values.shape[:-2]
     )
     n_q, n_k = queries.shape[-2], keys.shape[-2]
-    if (
-        mask is not None
-    ):  # as in attention: the mask may not enlarge the scores (..., n_q, n_k)
-        require_bool_mask(
-            mask,
-            torch.Size(
-                (
-                    *torch.broadcast_shapes(
-                        queries.shape[:-2], keys.shape[:-2]
-                    ),
-                    n_q,
-                    n_k,
-                )
-            ),
+    if mask is not None:
+        # as in attention: the mask may not enlarge the scores (..., n_q, n_k)
+        scores_batch = torch.broadcast_shapes(
+            queries.shape[:-2], keys.shape[:-2]
         )
-    if n_k == 0:
-        return queries.new_zeros((*batch, n_q, values.shape[-1]))
+        shape = torch.Size((*scores_batch, n_q, n_k))
+        require_bool_mask(mask, shape, device=queries.device)
+    if n_k == 0 or not _scores_surely_finite(
+        queries,
+        _drop_masked_garbage(keys, mask),
+        scaled_dot_score,
+        torch.float32,
+    ):
+        # No keys, or inputs whose scores may be inf or NaN (the rare case):
+        # plain attention gives the limits (an empty sum, +inf splitting its
+        # weight) and keeps the graph.
+        return attention(queries, keys, values, mask=mask)[0]
     needs_grad = torch.is_grad_enabled() and any(
         t.requires_grad for t in (queries, keys, values)
     )
@@ -346,6 +354,8 @@ class RecomputingChunkedAttention(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_output):
+        if torch.is_grad_enabled():  # create_graph=True: a graph of the grads
+            return _differentiable_backward(ctx, grad_output)
         queries, keys, values, output, log_sum_exp, mask = ctx.saved_tensors
         scale = 1.0 / math.sqrt(queries.shape[-1])
         work = (
@@ -370,7 +380,7 @@ class RecomputingChunkedAttention(torch.autograd.Function):
             q.shape[-2],
         )
         weights_buffer = torch.empty(
-            math.prod(block_shape) * ctx.chunk_size,
+            math.prod(block_shape) * min(ctx.chunk_size, keys.shape[-2]),
             dtype=work,
             device=q.device,
         )
@@ -418,3 +428,23 @@ class RecomputingChunkedAttention(torch.autograd.Function):
             None,
             None,
         )
+
+
+def _differentiable_backward(ctx, grad_output):
+    """The backward pass for ``create_graph=True`` (a gradient penalty, a
+    Hessian-vector product): autograd through a recomputed forward pass, so
+    the gradients themselves can be differentiated."""
+    queries, keys, values, _, _, mask = ctx.saved_tensors
+    inputs = [t for t in (queries, keys, values) if t.requires_grad]
+    output = _stream(queries, keys, values, mask, ctx.chunk_size).output()
+    grads = iter(
+        torch.autograd.grad(output, inputs, grad_output, create_graph=True)
+    )
+    return (
+        *(
+            next(grads) if t.requires_grad else None
+            for t in (queries, keys, values)
+        ),
+        None,
+        None,
+    )
