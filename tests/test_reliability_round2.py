@@ -491,3 +491,101 @@ def test_garbage_query_of_a_fully_masked_row_in_chunked_attention():
     out = attnbook.chunked_attention(q, k, v, mask=keep)
     out.sum().backward()
     assert torch.isfinite(out).all() and torch.isfinite(k.grad).all()
+
+
+# D5 (b): garbage in masked padding reaches no parameter's gradient.
+def test_garbage_in_masked_memory_stays_out_of_multihead_gradients():
+    g = torch.Generator().manual_seed(0)
+    with attnbook._checks.keep_global_rng():
+        mha = attnbook.MultiHeadAttention(8, 2)
+    memory = torch.randn(2, 5, 8, generator=g)
+    memory[1, 3:] = float("nan")
+    keep = torch.ones(2, 5, dtype=torch.bool)
+    keep[1, 3:] = False
+    query = torch.randn(2, 3, 8, generator=g)
+    output = mha(query, memory, memory, mask=keep[:, None, None, :])[0]
+    output.sum().backward()
+    assert torch.isfinite(output).all()
+    assert all(torch.isfinite(p.grad).all() for p in mha.parameters())
+
+
+def test_garbage_padding_stays_out_of_self_attention_gradients():
+    g = torch.Generator().manual_seed(0)
+    with attnbook._checks.keep_global_rng():
+        layer = attnbook.SelfAttention(8, 4, 4)
+    x = torch.randn(2, 5, 8, generator=g)
+    x[1, 3:] = float("nan")
+    keep = torch.ones(2, 5, dtype=torch.bool)
+    keep[1, 3:] = False
+    output, _ = layer(x, mask=keep[:, None, :])
+    (output[0].sum() + output[1, :3].sum()).backward()  # real tokens only
+    assert all(torch.isfinite(p.grad).all() for p in layer.parameters())
+
+
+# D8, D9 (b), D10, D14 in the Transformer's modules.
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: attnbook.MultiHeadAttention(10**6, 1),
+        lambda: attnbook.TransformerEncoder(10**12, 8, 2, 16, 1),
+        lambda: attnbook.TransformerEncoder(10, 8, 2, 16, 10**12),
+        lambda: attnbook.TransformerDecoder(8, 2, 16, 10**12),
+        lambda: attnbook.causal_mask(10**6),
+    ],
+    ids=["mha", "vocab", "encoder_layers", "decoder_layers", "causal_mask"],
+)
+def test_huge_transformer_parts_are_refused_before_drawing(build):
+    state = torch.get_rng_state()
+    with pytest.raises(ValueError, match="GiB"):
+        build()
+    assert torch.equal(state, torch.get_rng_state())
+
+
+def test_every_module_of_the_package_restores_the_rng_when_refused():
+    import importlib
+    import inspect
+    import pkgutil
+
+    unguarded = []
+    for info in pkgutil.walk_packages(attnbook.__path__, "attnbook."):
+        if ".widgets" in info.name or ".train" in info.name:
+            continue
+        module = importlib.import_module(info.name)
+        for name, obj in vars(module).items():
+            if (
+                inspect.isclass(obj)
+                and issubclass(obj, torch.nn.Module)
+                and obj.__module__ == module.__name__
+                and "__init__" in vars(obj)
+                and not hasattr(obj.__init__, "__wrapped__")
+            ):
+                unguarded.append(f"{info.name}.{name}")
+    assert not unguarded
+
+
+def test_a_refused_encoder_leaves_the_rng():
+    state = torch.get_rng_state()
+    with pytest.raises(ValueError):
+        attnbook.TransformerEncoder(10, 8, 3, 16, 1)  # 8 not divisible by 3
+    assert torch.equal(state, torch.get_rng_state())
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int16])
+def test_decoder_target_ids_of_other_dtypes_are_refused(dtype):
+    with attnbook._checks.keep_global_rng():
+        model = attnbook.EncoderDecoderTransformer(
+            src_vocab_size=10,
+            tgt_vocab_size=10,
+            embed_dim=8,
+            num_heads=2,
+            ffn_hidden=16,
+            num_encoder_layers=1,
+            num_decoder_layers=1,
+        )
+    with pytest.raises(TypeError, match="int64"):
+        model.embed_target(torch.tensor([[1, 2]], dtype=dtype))
+
+
+def test_layer_norm_refuses_an_eps_that_rounds_to_zero():
+    with pytest.raises(ValueError, match="eps"):
+        attnbook.LayerNorm(8, eps=1e-50)

@@ -17,6 +17,7 @@ from .._checks import (
     require_positive,
     require_probability,
     require_same_size,
+    restores_rng_on_error,
 )
 
 _SMALLER = "use smaller sizes, or"
@@ -110,6 +111,7 @@ class PositionalEncoding(nn.Module):
     """Adds the fixed sinusoidal encoding to a batch: x (B, n, dim) -> x +
     P[:n], then dropout."""
 
+    @restores_rng_on_error
     def __init__(
         self,
         dim: int,
@@ -136,6 +138,7 @@ class LearnedPositionalEmbedding(nn.Module):
     """Adds a trainable vector per position (BERT-style): x (B, n, dim) -> x
     + E[:n]."""
 
+    @restores_rng_on_error
     def __init__(self, max_len: int, dim: int):
         super().__init__()
         require_int("max_len", max_len)
@@ -192,6 +195,7 @@ class Source002PositionalEncoding(nn.Module):
     refused but gets position b added to every token of sequence b.
     """
 
+    @restores_rng_on_error
     def __init__(self, dim: int, dropout: float = 0.1, max_len: int = 512):
         super().__init__()
         self.dropout = nn.Dropout(

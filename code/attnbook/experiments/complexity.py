@@ -19,6 +19,7 @@ from .._checks import (
     require_float,
     require_int,
     require_weights_fit,
+    restores_rng_on_error,
     seeded,
 )
 from ..measure.threads import single_thread, torch_threads
@@ -46,6 +47,7 @@ class ConvStack(nn.Module):
     - 1) / 2 more neighbours on each side.
     """
 
+    @restores_rng_on_error
     def __init__(self, dim: int, num_layers: int = 1, kernel_size: int = 3):
         super().__init__()
         require_int("dim", dim, 1)
@@ -79,6 +81,7 @@ class RecurrentLayer(nn.Module):
     """An Elman RNN h_t = tanh(W x_t + U h_{t-1} + b); x: (B, n, dim) -> all
     states (B, n, dim)."""
 
+    @restores_rng_on_error
     def __init__(self, dim: int):
         super().__init__()
         require_int("dim", dim, 1)
@@ -92,6 +95,7 @@ class SelfAttentionLayer(nn.Module):
     """``SelfAttention(dim)`` returning only its output: x (B, n, dim) ->
     (B, n, dim)."""
 
+    @restores_rng_on_error
     def __init__(self, dim: int):
         super().__init__()
         self.attention = SelfAttention(dim)

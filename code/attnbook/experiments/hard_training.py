@@ -28,6 +28,7 @@ from .._checks import (
     require_int,
     require_positive,
     require_same_size,
+    restores_rng_on_error,
 )
 from ..core.attention import attention_weights
 from ..core.scoring import scaled_dot_score
@@ -77,6 +78,7 @@ class QuerySelector(nn.Module):
     (batch, n_items). The query starts at zero: a uniform distribution.
     """
 
+    @restores_rng_on_error
     def __init__(self, dim: int):
         super().__init__()
         self.query = nn.Parameter(torch.zeros(dim, dtype=torch.float64))

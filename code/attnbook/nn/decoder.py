@@ -32,12 +32,16 @@ from .._checks import (
     compute_dtype,
     require_flag,
     require_float,
+    require_ids,
     require_int,
+    require_matrix_fits,
     require_module_dtype,
     require_multihead_mask,
     require_same_dtype,
     require_same_size,
     require_tensor,
+    require_weights_fit,
+    restores_rng_on_error,
 )
 from ..core.attention import _drop_masked_garbage, _weighted_values
 from ..core.masking import masked_softmax
@@ -46,6 +50,7 @@ from .encoder import (
     LayerNorm,
     PositionWiseFFN,
     TransformerEncoder,
+    _blocks_weights,
     check_torch_layer,
 )
 from .multihead import MultiHeadAttention, merge_heads, split_heads
@@ -68,6 +73,9 @@ def causal_mask(n: int, device=None) -> torch.Tensor:
     to the attention weights (B, h, n, n) of a decoder's self-attention.
     """
     require_int("n", n, minimum=0)
+    require_matrix_fits(
+        "the mask", (n, n), torch.bool, hint="use a smaller n, or"
+    )
     return torch.ones(n, n, dtype=torch.bool, device=device).tril()
 
 
@@ -258,6 +266,7 @@ class TransformerDecoderBlock(nn.Module):
     mode, so ``step`` applies no dropout.
     """
 
+    @restores_rng_on_error
     def __init__(
         self,
         embed_dim: int,
@@ -409,6 +418,7 @@ class TransformerDecoder(nn.Module):
     h, n, n_src)).
     """
 
+    @restores_rng_on_error
     def __init__(
         self,
         embed_dim: int,
@@ -419,6 +429,12 @@ class TransformerDecoder(nn.Module):
     ):
         super().__init__()
         require_int("num_layers", num_layers)
+        require_weights_fit(
+            "TransformerDecoder",
+            _blocks_weights(
+                num_layers, require_int("embed_dim", embed_dim), 2 * ffn_hidden
+            ),
+        )
         self.blocks = nn.ModuleList(
             TransformerDecoderBlock(embed_dim, num_heads, ffn_hidden, dropout)
             for _ in range(num_layers)
@@ -484,6 +500,7 @@ class EncoderDecoderTransformer(nn.Module):
     fills padded source positions.
     """
 
+    @restores_rng_on_error
     def __init__(
         self,
         src_vocab_size: int,
@@ -579,20 +596,7 @@ class EncoderDecoderTransformer(nn.Module):
     def embed_target(self, tgt: torch.Tensor, start: int = 0) -> torch.Tensor:
         """tgt (B, n) ids at positions start..start+n-1 -> (B, n, E):
         embeddings + sinusoidal positions."""
-        require_tensor("tgt", tgt)
-        if (
-            tgt.is_floating_point()
-            or tgt.dtype == torch.bool
-            or tgt.dim() != 2
-        ):
-            raise ValueError(
-                f"tgt must be (B, n) integer ids, got {tgt.dtype} of shape "
-                f"{tuple(tgt.shape)}"
-            )
-        if tgt.numel() and (tgt.min() < 0 or tgt.max() >= self.tgt_vocab_size):
-            raise ValueError(
-                f"target ids must be in [0, {self.tgt_vocab_size})"
-            )
+        require_ids("tgt", tgt, self.tgt_vocab_size, dims=2)
         require_int("start", start, minimum=0)
         end = start + tgt.shape[1]
         if end > self.tgt_positions.max_len:

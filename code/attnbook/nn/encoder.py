@@ -24,6 +24,8 @@ from .._checks import (
     require_probability,
     require_same_size,
     require_tensor,
+    require_weights_fit,
+    restores_rng_on_error,
 )
 from ..core.masking import lengths_to_mask
 from ..core.positional import PositionalEncoding
@@ -53,6 +55,12 @@ def padding_mask(valid_lens, n: int) -> torch.Tensor:
     return mask[:, None, None, :]
 
 
+def _blocks_weights(num_layers: int, embed_dim: int, ffn_dim: int) -> tuple:
+    """The weights of ``num_layers`` Transformer blocks, as a shape (an
+    upper bound: attention, feed-forward, norms and biases)."""
+    return (num_layers, embed_dim, 4 * embed_dim + 2 * ffn_dim + 8)
+
+
 class LayerNorm(nn.Module):
     """Layer normalization: each token is normalized over its own features.
 
@@ -63,10 +71,16 @@ class LayerNorm(nn.Module):
     inputs are normalized in float32 and cast back, as PyTorch does.
     """
 
+    @restores_rng_on_error
     def __init__(self, dim: int, eps: float = 1e-5):
         super().__init__()
         self.dim = require_int("dim", dim)
         self.eps = require_positive("eps", eps)
+        if float(torch.tensor(eps, dtype=torch.float32)) == 0:
+            raise ValueError(
+                f"eps={eps:g} rounds to 0 in float32: a constant token would "
+                "divide 0 by 0"
+            )
         self.weight = nn.Parameter(torch.ones(dim))
         self.bias = nn.Parameter(torch.zeros(dim))
 
@@ -93,6 +107,7 @@ class PositionWiseFFN(nn.Module):
     x: (..., embed_dim) -> (..., embed_dim); hidden width ``ffn_dim``.
     """
 
+    @restores_rng_on_error
     def __init__(self, embed_dim: int, ffn_dim: int, dropout: float = 0.0):
         super().__init__()
         self.linear1 = nn.Linear(
@@ -129,6 +144,7 @@ class TransformerEncoderBlock(nn.Module):
     (PositionWiseFFN with ``linear1``, ``linear2``).
     """
 
+    @restores_rng_on_error
     def __init__(
         self,
         embed_dim: int,
@@ -264,6 +280,7 @@ class TransformerEncoder(nn.Module):
     either).
     """
 
+    @restores_rng_on_error
     def __init__(
         self,
         vocab_size: int,
@@ -277,6 +294,13 @@ class TransformerEncoder(nn.Module):
         super().__init__()
         self.vocab_size = require_int("vocab_size", vocab_size)
         require_int("num_layers", num_layers)
+        require_weights_fit(
+            "TransformerEncoder",
+            (vocab_size, require_int("embed_dim", embed_dim)),
+            _blocks_weights(
+                num_layers, embed_dim, require_int("ffn_dim", ffn_dim)
+            ),
+        )
         self.embedding = nn.Embedding(
             vocab_size, require_int("embed_dim", embed_dim)
         )

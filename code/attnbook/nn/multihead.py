@@ -17,6 +17,8 @@ from .._checks import (
     require_multihead_mask,
     require_same_size,
     require_tensor,
+    require_weights_fit,
+    restores_rng_on_error,
 )
 from ..core.attention import attention
 from ..core.scoring import scaled_dot_score
@@ -48,6 +50,34 @@ def merge_heads(x: torch.Tensor) -> torch.Tensor:
     return x.transpose(-3, -2).flatten(-2)
 
 
+def _drop_unused_garbage(query, key, value, mask):
+    """The inputs with NaN/inf tokens that the mask never uses set to 0.
+
+    A key or value token no query keeps, and a query token that keeps no key,
+    reach no output; their garbage (padding) must reach no gradient either:
+    the projections' backward pass would multiply it by a zero gradient
+    (0 * NaN is NaN in W_q, W_k, W_v).
+    """
+    heads = 1 if mask.dim() == 4 else 0  # the heads' axis of a 3-D/4-D mask
+    keys_kept = mask.any(-2) if mask.dim() >= 2 else mask
+    queries_kept = mask.any(-1)
+    if mask.dim() >= 3:
+        keys_kept, queries_kept = keys_kept.any(heads), queries_kept.any(heads)
+    return (
+        _zero_unused(query, queries_kept),
+        _zero_unused(key, keys_kept),
+        _zero_unused(value, keys_kept),
+    )
+
+
+def _zero_unused(x: torch.Tensor, used: torch.Tensor) -> torch.Tensor:
+    """x (..., n, E) with the rows where ``used`` (..., n) is False set to 0,
+    if x holds NaN or inf; x itself otherwise."""
+    if bool(torch.isfinite(x).all()):
+        return x
+    return torch.where(used.unsqueeze(-1), x, torch.zeros((), dtype=x.dtype))
+
+
 class MultiHeadAttention(nn.Module):
     """Multi-head scaled dot-product attention (the Transformer's).
 
@@ -58,12 +88,16 @@ class MultiHeadAttention(nn.Module):
     ``out_proj`` (embed_dim -> embed_dim).
     """
 
+    @restores_rng_on_error
     def __init__(self, embed_dim: int, num_heads: int, bias: bool = True):
         super().__init__()
         for name, size in (("embed_dim", embed_dim), ("num_heads", num_heads)):
             if isinstance(size, bool) or not isinstance(size, int):
                 raise TypeError(f"{name} must be an int, got {size!r}")
         require_dim("embed_dim", embed_dim)
+        require_weights_fit(
+            "MultiHeadAttention", (4 * embed_dim + 4, embed_dim)
+        )
         if num_heads < 1 or embed_dim % num_heads != 0:
             raise ValueError(
                 f"embed_dim ({embed_dim}) must be divisible by num_heads ("
@@ -147,6 +181,7 @@ class MultiHeadAttention(nn.Module):
                 query.shape[-2],
                 key.shape[-2],
             )
+            query, key, value = _drop_unused_garbage(query, key, value, mask)
         q, k, v = (
             split_heads(t, self.num_heads)
             for t in self.project(query, key, value)

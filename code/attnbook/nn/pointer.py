@@ -26,6 +26,7 @@ from .._checks import (
     require_int,
     require_module_dtype,
     require_tensor,
+    restores_rng_on_error,
 )
 from ..core.masking import masked_softmax
 from ..core.scoring import AdditiveScore
@@ -106,6 +107,7 @@ class PointerNetwork(nn.Module):
     of 0..n-1.
     """
 
+    @restores_rng_on_error
     def __init__(self, hidden_dim: int = 64):
         super().__init__()
         require_int("hidden_dim", hidden_dim)

@@ -19,9 +19,11 @@ from .._checks import (
     require_int,
     require_module_dtype,
     require_same_size,
+    restores_rng_on_error,
 )
 from ..core.attention import attention
 from ..core.scoring import scaled_dot_score
+from .multihead import _zero_unused
 
 
 class SelfAttention(nn.Module):
@@ -36,6 +38,7 @@ class SelfAttention(nn.Module):
     embed_dim).
     """
 
+    @restores_rng_on_error
     def __init__(
         self,
         embed_dim: int,
@@ -79,6 +82,8 @@ class SelfAttention(nn.Module):
             "feature size", "x", x.shape[-1], "embed_dim", self.embed_dim
         )
         require_module_dtype(self, x=x)
+        if mask is not None:  # garbage in tokens no query keeps: no gradient
+            x = _zero_unused(x, mask.any(-2) if mask.dim() >= 2 else mask)
         queries, keys, values = self.project(x)
         return attention(
             queries, keys, values, score=scaled_dot_score, mask=mask

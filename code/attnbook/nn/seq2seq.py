@@ -40,6 +40,7 @@ from .._checks import (
     require_positive,
     require_same_size,
     require_tensor,
+    restores_rng_on_error,
 )
 from ..core.attention import attention
 from ..core.masking import lengths_to_mask
@@ -91,6 +92,7 @@ class Seq2Seq(nn.Module):
     (default H).
     """
 
+    @restores_rng_on_error
     def __init__(
         self,
         src_vocab_size: int,

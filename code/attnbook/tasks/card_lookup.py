@@ -36,6 +36,7 @@ from .._checks import (
     require_int_in,
     require_positive,
     require_same_size,
+    restores_rng_on_error,
 )
 from .._weights import load_pinned
 from ..measure.threads import torch_threads
@@ -116,6 +117,7 @@ class CardLookup(nn.Module):
     answer must come through attention.
     """
 
+    @restores_rng_on_error
     def __init__(self, num_heads: int = 2, embed_dim: int = EMBED_DIM):
         super().__init__()
         require_int("num_heads", num_heads)

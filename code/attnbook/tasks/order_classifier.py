@@ -15,7 +15,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._checks import keep_global_rng, require_float_dtype
+from .._checks import (
+    keep_global_rng,
+    require_float_dtype,
+    restores_rng_on_error,
+)
 from .._weights import load_pinned
 from ..measure.threads import single_thread
 from ..nn.encoder import TransformerEncoder
@@ -106,6 +110,7 @@ class CLSClassifier(nn.Module):
     weights (num_layers, B, num_heads, n, n) if ``return_weights`` is True.
     """
 
+    @restores_rng_on_error
     def __init__(
         self,
         vocab_size: int = len(VOCAB),
