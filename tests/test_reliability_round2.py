@@ -589,3 +589,40 @@ def test_decoder_target_ids_of_other_dtypes_are_refused(dtype):
 def test_layer_norm_refuses_an_eps_that_rounds_to_zero():
     with pytest.raises(ValueError, match="eps"):
         attnbook.LayerNorm(8, eps=1e-50)
+
+
+# D4: the book's seeded builders, from several threads at once.
+@pytest.mark.parametrize(
+    "build",
+    ["build_date_transformer", "placement_classifier"],
+)
+def test_seeded_builders_are_thread_safe(build):
+    import threading
+
+    if build == "build_date_transformer":
+        from attnbook.tasks.date_transformer import build_date_transformer
+
+        def make(seed):
+            return build_date_transformer(seed=seed).state_dict()
+    else:
+        from attnbook.experiments.norm_placement import placement_classifier
+
+        def make(seed):
+            return placement_classifier("pre-LN", seed=seed).state_dict()
+
+    expected = [make(seed) for seed in range(3)]
+    results = [None] * 3
+    state = torch.get_rng_state()
+
+    def work(seed):
+        for _ in range(3):
+            results[seed] = make(seed)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for got, want in zip(results, expected):
+        assert all(torch.equal(got[k], want[k]) for k in want)
+    assert torch.equal(state, torch.get_rng_state())

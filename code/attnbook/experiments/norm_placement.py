@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._checks import keep_global_rng, require_int, require_positive
+from .._checks import keep_global_rng, require_int, require_positive, seeded
 from ..measure.threads import single_thread
 from ..nn.encoder import LayerNorm, TransformerEncoderBlock
 from ..tasks.order_classifier import CLSClassifier, order_batch
@@ -94,7 +94,7 @@ def placement_classifier(
     num_layers, ...). Torch's global random state is restored on exit (the
     seeding happens inside).
     """
-    with keep_global_rng():
+    with seeded(require_int("seed", seed, minimum=0)):
         return _seeded_placement_classifier(placement, seed, **sizes)
 
 
@@ -110,7 +110,7 @@ def _seeded_placement_classifier(
             f"placement must be one of {PLACEMENTS}, got {placement!r}"
         )
     require_int("seed", seed, minimum=0)
-    torch.manual_seed(seed)
+    torch.manual_seed(seed)  # inside seeded(seed): the global RNG is locked
     model = CLSClassifier(**sizes)
     if placement == "pre-LN":
         post_blocks = model.encoder.blocks

@@ -37,6 +37,7 @@ from .._checks import (
     require_positive,
     require_same_size,
     restores_rng_on_error,
+    seeded,
 )
 from .._weights import load_pinned
 from ..measure.threads import torch_threads
@@ -228,8 +229,7 @@ def train_card_lookup(
     require_positive("lr", lr)
     require_int("seed", seed, minimum=0)
     require_float_dtype("dtype", dtype)
-    with torch_threads(threads), keep_global_rng():
-        torch.manual_seed(seed)
+    with torch_threads(threads), seeded(seed):
         model = CardLookup(num_heads).to(dtype)
         generator = torch.Generator().manual_seed(seed)
         optimizer = torch.optim.Adam(model.parameters(), lr=lr)

@@ -4,7 +4,7 @@ Transformer, shipped as pinned weights."""
 
 import torch
 
-from .._checks import require_flag, require_int
+from .._checks import keep_global_rng, require_flag, require_int, seeded
 from .._weights import load_pinned
 from ..measure.parameters import count_parameters
 from ..nn.decoder import EncoderDecoderTransformer
@@ -47,9 +47,10 @@ def build_date_transformer(
         bos=TARGET_VOCAB.bos,
         eos=TARGET_VOCAB.eos,
     )
-    with torch.random.fork_rng(devices=[]):
-        if seed is not None:
-            torch.manual_seed(seed)
+    if seed is None:  # arbitrary weights, the caller's stream left alone
+        with keep_global_rng():
+            return EncoderDecoderTransformer(**full)
+    with seeded(seed):  # other threads wait while this one draws
         return EncoderDecoderTransformer(**full)
 
 

@@ -19,6 +19,7 @@ from .._checks import (
     keep_global_rng,
     require_float_dtype,
     restores_rng_on_error,
+    seeded,
 )
 from .._weights import load_pinned
 from ..measure.threads import single_thread
@@ -175,11 +176,8 @@ def train_order_classifier(
     require_float_dtype("dtype", dtype)
     history = {"loss": []}
     start = time.perf_counter()
-    with (
-        single_thread(),
-        keep_global_rng(),
-    ):  # seeds its own stream; the reader's is restored after
-        torch.manual_seed(seed)
+    # seeds its own stream (threads wait); the reader's is restored after
+    with single_thread(), seeded(seed):
         model = CLSClassifier(max_len=max_len).to(dtype)
         generator = torch.Generator().manual_seed(seed + 1)
         optimizer = torch.optim.Adam(model.parameters(), lr=lr)

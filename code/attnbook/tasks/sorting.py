@@ -16,6 +16,7 @@ from .._checks import (
     require_matrix_fits,
     require_positive,
     require_weights_fit,
+    seeded,
 )
 from .._weights import load_pinned
 from ..measure.threads import torch_threads
@@ -156,11 +157,8 @@ def train_sorter(
             f"need 1 <= min_len <= max_len, got min_len={min_len}, max_len="
             f"{max_len}"
         )
-    with (
-        torch_threads(threads),
-        keep_global_rng(),
-    ):  # seeds its own stream; the reader's is restored after
-        torch.manual_seed(seed)
+    # seeds its own stream (threads wait); the reader's is restored after
+    with torch_threads(threads), seeded(seed):
         model = PointerNetwork(hidden_dim)
         generator = torch.Generator().manual_seed(seed)
         optimizer = torch.optim.Adam(model.parameters(), lr=lr)
