@@ -626,3 +626,57 @@ def test_seeded_builders_are_thread_safe(build):
     for got, want in zip(results, expected):
         assert all(torch.equal(got[k], want[k]) for k in want)
     assert torch.equal(state, torch.get_rng_state())
+
+
+# D13, D14, D16, D17: smaller misuse, each with a clear error.
+def test_rotary_positions_beyond_every_float_are_refused():
+    x = torch.randn(4, 8)
+    with pytest.raises(ValueError, match="finite"):
+        attnbook.apply_rotary(x, 10**400)
+
+
+def test_rotary_checks_the_shape_of_positions_before_their_values():
+    x = torch.randn(4, 8)
+    huge = torch.zeros(()).expand(10**9)  # a stride-0 view of 10**9 numbers
+    with pytest.raises(ValueError, match="broadcast"):
+        attnbook.apply_rotary(x, huge)
+
+
+def test_angle_query_refuses_nan():
+    from attnbook.widgets.soft_hard import angle_query
+
+    with pytest.raises(ValueError, match="angle"):
+        angle_query(float("nan"))
+
+
+def test_mean_squared_error_refuses_empty_or_mismatched_tensors():
+    from attnbook.core.kernel_regression import mean_squared_error
+
+    with pytest.raises(ValueError, match="shape"):
+        mean_squared_error(torch.empty(0), torch.empty(0))
+    with pytest.raises(ValueError, match="shape"):
+        mean_squared_error(torch.zeros(3), torch.zeros(4))
+
+
+@pytest.mark.parametrize("name", ["soft_loss", "expected_loss", "selector"])
+def test_the_selection_losses_check_their_inputs(name):
+    from attnbook.experiments import hard_training as h
+
+    items = torch.randn(2, 4, 3, dtype=torch.float64)
+    target = torch.tensor([0, 3])
+    weights = torch.full((2, 4), 0.25, dtype=torch.float64)
+
+    def call(w, x, t):
+        if name == "selector":
+            return h.selector_loss("soft", w, x, t)
+        return getattr(h, name)(w, x, t)
+
+    call(weights, items, target)  # the valid call
+    with pytest.raises(ValueError, match="target"):
+        call(weights, items, torch.tensor([0, 4]))
+    with pytest.raises(TypeError, match="weights"):
+        call(weights.long(), items, target)
+    with pytest.raises(ValueError, match="items"):
+        call(weights, items[0], target)
+    with pytest.raises(TypeError, match="target"):
+        call(weights, items, target.float())

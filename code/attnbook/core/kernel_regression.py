@@ -154,4 +154,11 @@ def mean_squared_error(
     predictions: torch.Tensor, targets: torch.Tensor
 ) -> float:
     """Mean squared error as a Python float."""
+    require_float("predictions", predictions)
+    require_float("targets", targets)
+    if predictions.shape != targets.shape or predictions.numel() == 0:
+        raise ValueError(
+            "predictions and targets must have one non-empty shape, got "
+            f"{tuple(predictions.shape)} and {tuple(targets.shape)}"
+        )
     return float(((predictions - targets) ** 2).mean())

@@ -59,6 +59,7 @@ def apply_rotary(
             f"positions of shape {tuple(positions.shape)} would enlarge x of "
             f"shape {tuple(x.shape)}"
         )
+    _require_finite_positions(positions)
     omega = pair_frequencies(x.shape[-1], base).to(x.device)  # (d/2,)
     angle = (
         positions.to(device=x.device, dtype=torch.float64)[..., None] * omega
@@ -75,13 +76,20 @@ def _as_positions(positions) -> torch.Tensor:
     """A real tensor of positions (Python numbers become 0-d tensors); bool,
     complex, NaN and inf refused."""
     if isinstance(positions, (int, float)) and not isinstance(positions, bool):
-        positions = torch.tensor(positions, dtype=torch.float64)
+        try:
+            positions = torch.tensor(float(positions), dtype=torch.float64)
+        except OverflowError:  # an int beyond every float, e.g. 10**400
+            positions = torch.tensor(float("inf"), dtype=torch.float64)
     require_tensor("positions", positions)
     if positions.dtype == torch.bool or positions.is_complex():
         raise TypeError(
             "positions must hold integer or real numbers, got dtype "
             f"{positions.dtype}"
         )
+    return positions
+
+
+def _require_finite_positions(positions: torch.Tensor) -> None:
+    """Checked after the shape, so a huge broadcast view is refused first."""
     if positions.is_floating_point() and not torch.isfinite(positions).all():
         raise ValueError("positions must be finite numbers, got NaN or inf")
-    return positions

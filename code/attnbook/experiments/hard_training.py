@@ -25,6 +25,8 @@ from torch import nn
 
 from .._checks import (
     require_float,
+    require_generator,
+    require_ids,
     require_int,
     require_positive,
     require_same_size,
@@ -97,12 +99,33 @@ class QuerySelector(nn.Module):
         ).squeeze(-2)
 
 
+def _check_selection(items, target, weights=None) -> None:
+    """items (batch, n, dim) float, target (batch,) int64 in [0, n), and
+    weights (batch, n) of the items' dtype: a clear error otherwise."""
+    require_float("items", items)
+    if items.dim() != 3 or 0 in items.shape[:2]:
+        raise ValueError(
+            f"items must be (batch, n_items, dim), got {tuple(items.shape)}"
+        )
+    batch, n = items.shape[:2]
+    require_ids("target", target, n, dims=1)
+    require_same_size("batch size", "items", batch, "target", len(target))
+    if weights is not None:
+        require_float("weights", weights)
+        if weights.shape != (batch, n) or weights.dtype != items.dtype:
+            raise ValueError(
+                f"weights must be ({batch}, {n}) {items.dtype}, got "
+                f"{tuple(weights.shape)} {weights.dtype}"
+            )
+
+
 def choice_losses(items: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """Squared distance from every item to the right one: L_n = |x_n -
     x_target|^2.
 
     items: (batch, n_items, dim), target: (batch,). Returns (batch, n_items).
     """
+    _check_selection(items, target)
     right = items[torch.arange(items.shape[0]), target]  # (batch, dim)
     return ((items - right.unsqueeze(-2)) ** 2).sum(dim=-1)
 
@@ -112,6 +135,7 @@ def soft_loss(
 ) -> torch.Tensor:
     """Mean over the batch of |sum_n w_n x_n - x_target|^2 (differentiable
     in the weights)."""
+    _check_selection(items, target, weights)
     output = (weights.unsqueeze(-1) * items).sum(dim=-2)
     right = items[torch.arange(items.shape[0]), target]
     return ((output - right) ** 2).sum(dim=-1).mean()
@@ -127,6 +151,7 @@ def expected_loss(
     Its gradient is the exact gradient of hard attention's expected loss, the
     quantity REINFORCE estimates from one sample per example.
     """
+    _check_selection(items, target, weights)
     return (weights * choice_losses(items, target)).sum(dim=-1).mean()
 
 
@@ -165,6 +190,11 @@ def evaluate_selector(
     losses: ``choice_losses(items, target)`` if already computed (a fixed test
     set's never change; computing them is most of the cost of an evaluation).
     """
+    if not isinstance(model, QuerySelector):
+        raise TypeError(
+            f"model must be a QuerySelector, got {type(model).__name__}"
+        )
+    _check_selection(items, target)
     with torch.no_grad():
         weights = model(items)
         losses = choice_losses(items, target) if losses is None else losses
@@ -200,7 +230,10 @@ def selector_loss(
 
 def reinforce_loss(weights, items, target, generator=None, baseline=True):
     """REINFORCE's surrogate for one batch: one item z ~ ``weights`` drawn
-    per example with ``generator``; baseline leave-one-out (False: none)."""
+    per example with ``generator`` (None: torch's global generator);
+    baseline leave-one-out (False: none)."""
+    _check_selection(items, target, weights)
+    require_generator("generator", generator, allow_none=True)
     rows = torch.arange(weights.shape[0])
     z = torch.multinomial(weights.detach(), 1, generator=generator).squeeze(-1)
     losses = choice_losses(items, target)[rows, z]  # L(z): no gradient path

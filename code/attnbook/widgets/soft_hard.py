@@ -37,7 +37,11 @@ def circle_keys() -> tuple[torch.Tensor, torch.Tensor]:
 def angle_query(angle, length: float = 3.0) -> torch.Tensor:
     """Queries of the given length pointing at ``angle`` degrees: (..., 2)
     for angle (...)."""
-    radians = torch.as_tensor(angle, dtype=torch.float64) * math.pi / 180
+    angle = torch.as_tensor(angle, dtype=torch.float64)
+    if not torch.isfinite(angle).all():
+        raise ValueError(f"angle must be finite degrees, got {angle.tolist()}")
+    require_finite_number("length", length)
+    radians = angle * math.pi / 180
     return length * torch.stack([radians.cos(), radians.sin()], dim=-1)
 
 
