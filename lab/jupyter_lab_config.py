@@ -39,5 +39,6 @@ c.LabApp.app_settings_dir = str(HERE / "settings")
 # whenever the notebook changes (e.g. on Run All right after opening).
 
 # The book's own small extension (labextensions/attnbook-lab): numbered figure
-# references and chapter titles where jupyterlab-myst leaves a bare label.
+# references and chapter titles where jupyterlab-myst leaves a bare label, and
+# code blocks (show_source listings) in the code editor's syntax colours.
 c.LabApp.extra_labextensions_path = [str(HERE / "labextensions")]

@@ -9,7 +9,9 @@ jupyterlab-myst with no raw MyST left (roles, directives, unresolved references)
 references numbered as in the HTML book, solutions collapsed, the saved explorer shown; then
 run all cells, assert no cell raised, press ArrowRight on the first slider, and assert that the
 widget's figure changed. Screenshots (a rendered cross-reference and the moved explorer of each
-chapter) go to _build/screenshots/lab/. ATTNBOOK_NOTEBOOKS=/some/folder takes the chapters from
+chapter) go to _build/screenshots/lab/. Code blocks (show_source listings, ```python in markdown
+cells) must show the code editor's syntax colours (lab/labextensions/attnbook-lab), in a generated
+notebook and in a chapter with a listing. ATTNBOOK_NOTEBOOKS=/some/folder takes the chapters from
 there instead of book/ (e.g. copies with collapsed solutions).
 """
 
@@ -407,3 +409,176 @@ def test_chapter_runs_and_its_explorer_reacts(chapter, lab, browser):
     assert page_errors == [], (
         f"JavaScript errors in JupyterLab: {page_errors[:3]}"
     )
+
+
+# Code blocks as jupyterlab-myst renders them (highlight.js spans classed
+# hljs-*), coloured by lab/labextensions/attnbook-lab with the code editor's
+# colours: for each python block, where it is, the distinct colours of its
+# tokens, the colour of `def`/`return`, and that of plain text.
+LISTING_COLOURS = r"""
+() => [...window.jupyterapp.shell.currentWidget.node.querySelectorAll('.myst pre code.language-python')]
+  .map(code => {
+    const colour = node => getComputedStyle(node).color;
+    const spans = [...code.querySelectorAll('span')].filter(span => span.textContent.trim());
+    const tokens = spans.filter(span => /\bhljs-/.test(span.className));
+    const keyword = tokens.find(span => span.classList.contains('hljs-keyword')
+                                        && /^(def|return)$/.test(span.textContent.trim()));
+    // Plain text: a name outside any token (a span with no hljs-* class).
+    const plain = spans.find(span => !span.className && !span.querySelector('span')
+                                     && /[A-Za-z_]\w*/.test(span.textContent));
+    return {
+      where: code.closest('.jp-MarkdownCell') ? 'markdown cell' : code.closest('.jp-OutputArea') ? 'output' : 'other',
+      colours: [...new Set(tokens.map(colour))],
+      keyword: keyword ? colour(keyword) : null,
+      plain: plain ? colour(plain) : null,
+    };
+  })
+"""
+
+MARKDOWN_LISTING = '''A fenced code block in a markdown cell:
+
+```python
+@property
+def size(self, scale=None):
+    """Its size."""
+    return len(self.items) * 2  # doubled
+```
+'''
+
+
+def chapter_with_listing():
+    """The first chapter with a show_source listing (```python Markdown) in
+    its saved outputs, or None."""
+    for chapter in CHAPTERS:
+        for cell in json.loads((NOTEBOOKS / chapter).read_text())["cells"]:
+            for output in cell.get("outputs", []):
+                if "```python" in "".join(
+                    output.get("data", {}).get("text/markdown", "")
+                ):
+                    return chapter
+    return None
+
+
+def listing_notebook() -> dict:
+    """A notebook: a fenced python block in a markdown cell, and a saved
+    show_source output."""
+    from attnbook import show_source
+
+    listing = show_source(show_source)
+    return {
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {
+            "kernelspec": {
+                "name": "python3",
+                "display_name": "Python 3",
+                "language": "python",
+            }
+        },
+        "cells": [
+            {
+                "cell_type": "markdown",
+                "id": "listing-markdown",
+                "metadata": {},
+                "source": MARKDOWN_LISTING,
+            },
+            {
+                "cell_type": "code",
+                "id": "listing-output",
+                "execution_count": 1,
+                # Trusted, so the server signs the notebook as it saves it
+                # (as after a reader's own run): its Markdown output shows.
+                "metadata": {"trusted": True},
+                "source": "show_source(show_source)",
+                "outputs": [
+                    {
+                        "output_type": "execute_result",
+                        "execution_count": 1,
+                        "metadata": {},
+                        "data": {
+                            "text/plain": repr(listing),
+                            "text/markdown": listing._repr_markdown_(),
+                        },
+                    }
+                ],
+            },
+        ],
+    }
+
+
+def contents_api(base, token, path, method, body=None):
+    request = urllib.request.Request(
+        f"{base}/api/contents/{path}?token={token}",
+        method=method,
+        data=None if body is None else json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return response.status
+
+
+@pytest.mark.parametrize("source", ["generated", "chapter"])
+def test_code_listings_are_syntax_coloured(source, lab, browser):
+    """show_source listings and ```python blocks of markdown cells in the
+    colours of the code editor: 3 or more, keywords unlike plain names."""
+    base, token = lab
+    if source == "chapter":
+        name = chapter_with_listing()
+        if name is None:
+            pytest.skip(
+                "no chapter has a show_source listing in its outputs yet"
+            )
+    else:
+        name = "listing_colours.ipynb"
+        nb = listing_notebook()
+        contents_api(
+            base, token, name, "PUT", {"type": "notebook", "content": nb}
+        )
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    try:
+        page.goto(
+            f"{base}/lab/tree/{name}?reset&token={token}",
+            wait_until="domcontentloaded",
+        )
+        wanted = {"output"} | (
+            {"markdown cell"} if source == "generated" else set()
+        )
+        try:
+            page.wait_for_function(
+                f"""() => window.jupyterapp && window.jupyterapp.shell.currentWidget
+                       && window.jupyterapp.shell.currentWidget.node
+                       && {json.dumps(sorted(wanted))}.every(where =>
+                            ({LISTING_COLOURS})().some(block => block.where === where
+                                                         && block.colours.length >= 3))""",
+                timeout=60_000,
+            )
+        except PlaywrightTimeout:
+            pass  # the assertions below say what is missing
+        blocks = page.evaluate(LISTING_COLOURS)
+        shots = SCREENSHOTS / "lab"
+        shots.mkdir(parents=True, exist_ok=True)
+        listing = page.locator(".jp-OutputArea .myst pre").first
+        if listing.count():
+            listing.scroll_into_view_if_needed()
+            listing.screenshot(path=str(shots / f"listing_{source}.png"))
+    finally:
+        page.close()
+        if source == "generated":
+            contents_api(base, token, name, "DELETE")
+    assert {block["where"] for block in blocks} >= wanted, (
+        f"{name}: no rendered python code block in {wanted - {b['where'] for b in blocks}}"
+    )
+    # Every listing (a chapter's markdown cells may hold short blocks of few
+    # colours).
+    for block in blocks:
+        if block["where"] not in wanted:
+            continue
+        assert len(block["colours"]) >= 3, (
+            f"{name}: a python block in a {block['where']} has token colours {block['colours']}"
+        )
+        assert block["keyword"] and block["plain"], (
+            f"{name}: no def/return or no plain name in a {block['where']}: {block}"
+        )
+        assert block["keyword"] != block["plain"], (
+            f"{name}: def/return coloured as plain names in a {block['where']}: {block}"
+        )

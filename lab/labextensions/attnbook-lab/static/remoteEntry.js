@@ -16,6 +16,12 @@
  *     shows) and a click opens that document.
  * It only changes text and attributes of nodes that jupyterlab-myst rendered; a React re-render
  * replaces them and the observer below processes the new nodes again.
+ *
+ * It also colours code blocks (show_source listings, ```python in markdown cells): jupyterlab-myst
+ * tokenises them with highlight.js (react-syntax-highlighter) into spans classed hljs-keyword,
+ * hljs-string, ... but ships no colours for them, so every token had the text colour. SYNTAX
+ * gives them the colours of JupyterLab's code editor (its --jp-mirror-editor-* variables, as
+ * @jupyterlab/codemirror's highlight style uses them), hence as in code cells, in any theme.
  */
 (function () {
   'use strict';
@@ -26,6 +32,23 @@
     '.myst .attnbook-ref { color: var(--jp-content-link-color); cursor: pointer; }',
     '.myst .attnbook-ref:hover { text-decoration: underline; }',
     '.myst span.attnbook-ref > svg { display: none; }'
+  ].join('\n');
+  // A nested token carries its ancestors' classes too (a number in an f-string's {...} is
+  // "hljs-string hljs-subst hljs-number"), so at equal specificity the innermost kinds come last.
+  // Python's highlighter emits string, subst, keyword, literal, built_in, type, number, comment,
+  // meta (decorators), title (the name after def/class), params and function/class (these two
+  // uncoloured); operator is for other languages' blocks.
+  var SYNTAX = [
+    '.myst .hljs-string { color: var(--jp-mirror-editor-string-color); }',
+    '.myst .hljs-subst { color: var(--jp-mirror-editor-variable-color); }',
+    '.myst .hljs-keyword { color: var(--jp-mirror-editor-keyword-color); font-weight: bold; }',
+    '.myst .hljs-literal { color: var(--jp-mirror-editor-keyword-color); font-weight: bold; }',  // None True False
+    '.myst .hljs-built_in, .myst .hljs-type { color: var(--jp-mirror-editor-builtin-color); }',
+    '.myst .hljs-number { color: var(--jp-mirror-editor-number-color); }',
+    '.myst .hljs-title { color: var(--jp-mirror-editor-def-color); }',
+    '.myst .hljs-meta { color: var(--jp-mirror-editor-meta-color); }',
+    '.myst .hljs-operator { color: var(--jp-mirror-editor-operator-color); font-weight: bold; }',
+    '.myst .hljs-comment { color: var(--jp-mirror-editor-comment-color); font-style: italic; }'
   ].join('\n');
 
   function textNode(element) {
@@ -192,7 +215,7 @@
     autoStart: true,
     activate: function (app) {
       var style = document.createElement('style');
-      style.textContent = CSS;
+      style.textContent = CSS + '\n' + SYNTAX;
       document.head.appendChild(style);
       var pending = false;
       function run() {
