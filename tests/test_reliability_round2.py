@@ -680,3 +680,15 @@ def test_the_selection_losses_check_their_inputs(name):
         call(weights, items[0], target)
     with pytest.raises(TypeError, match="target"):
         call(weights, items, target.float())
+
+
+def test_show_heatmaps_refuses_a_grid_too_large_to_draw():
+    with pytest.raises(ValueError, match="too many"):
+        attnbook.show_heatmaps(torch.zeros(300, 300, 2, 2))
+
+
+def test_positional_view_keeps_its_table_small():
+    from attnbook.widgets.positional import positional_view
+
+    with pytest.raises(ValueError, match="numbers"):
+        positional_view(dim=4096, num_positions=100_000)

@@ -130,6 +130,10 @@ def sharp_figures() -> None:
     shell.display_formatter.formatters["image/png"].for_type(Figure, formatter)
 
 
+#: More panels than this make a figure no one can read (and take minutes).
+MAX_PANELS = 64
+
+
 def _as_grid(matrices) -> torch.Tensor:
     """Turn a 2-D, 3-D or 4-D stack of matrices into (rows, cols, n_q, n_k)."""
     try:
@@ -178,6 +182,11 @@ def show_heatmaps(
     """
     grid = _as_grid(matrices)
     rows, cols, n_q, n_k = grid.shape
+    if rows * cols > MAX_PANELS:
+        raise ValueError(
+            f"{rows} x {cols} heat-maps are too many to draw in one figure "
+            f"(at most {MAX_PANELS}): pass a slice of them"
+        )
     if titles is not None and len(titles) != cols:
         raise ValueError(
             f"got {len(titles)} titles for {cols} columns of heat-maps"

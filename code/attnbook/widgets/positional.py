@@ -48,6 +48,11 @@ def positional_view(
             f"{dim}"
         )
     require_finite_number("base", base, low=0.0, include_low=False)
+    if num_positions * dim > 2**24:  # an explorer draws it: keep it small
+        raise ValueError(
+            f"num_positions x dim = {num_positions} x {dim} is more than "
+            f"{2**24:,} numbers: use fewer positions or a smaller dim"
+        )
     target = position + delta
     for name, value in (("position", position), ("position + delta", target)):
         if not 0 <= value < num_positions:
