@@ -1,0 +1,109 @@
+"""Decoding: turning a language model's logits into the next token.
+
+    greedy         temperature = 0: the most likely token (argmax)
+    temperature    softmax(logits / T): T < 1 sharpens, T > 1 flattens
+    top-k          keep the k most likely tokens, renormalise
+    top-p          (nucleus) keep the smallest set of most likely tokens
+                   whose mass reaches p, renormalise
+
+``next_token_distribution`` returns the distribution a step samples from
+(what a chapter plots); ``sample_next_token`` draws from it with a
+``torch.Generator``, never torch's global random state.
+"""
+
+import math
+
+import torch
+
+from .._checks import require_float, require_generator
+
+
+def check_sampling(temperature, top_k, top_p) -> None:
+    """``ValueError``/``TypeError`` naming the argument and its value unless
+    temperature is a finite number >= 0, top_k None or an int >= 1, top_p
+    None or a number in (0, 1]."""
+    if isinstance(temperature, bool) or not isinstance(
+        temperature, (int, float)
+    ):
+        raise TypeError(f"temperature must be a number, got {temperature!r}")
+    if not 0 <= temperature < math.inf:
+        raise ValueError(
+            f"temperature must be a finite number >= 0, got {temperature!r}"
+        )
+    if top_k is not None:
+        if isinstance(top_k, bool) or not isinstance(top_k, int):
+            raise TypeError(f"top_k must be None or an int, got {top_k!r}")
+        if top_k < 1:
+            raise ValueError(f"top_k must be >= 1, got {top_k!r}")
+    if top_p is not None:
+        if isinstance(top_p, bool) or not isinstance(top_p, (int, float)):
+            raise TypeError(f"top_p must be None or a number, got {top_p!r}")
+        if not 0 < top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {top_p!r}")
+
+
+def top_k_filter(logits: torch.Tensor, k: int) -> torch.Tensor:
+    """logits (..., V) with all but the k largest of each row set to -inf
+    (k >= V keeps every token). Ties at the k-th value are all kept."""
+    k = min(k, logits.shape[-1])
+    kth = logits.topk(k, dim=-1).values[..., -1:]  # (..., 1)
+    return logits.masked_fill(logits < kth, -math.inf)
+
+
+def top_p_filter(logits: torch.Tensor, p: float) -> torch.Tensor:
+    """logits (..., V) with every token outside the nucleus set to -inf: the
+    smallest set of most likely tokens whose probability reaches p."""
+    probs, order = logits.softmax(dim=-1).sort(dim=-1, descending=True)
+    mass_before = probs.cumsum(dim=-1) - probs  # mass of the tokens ahead
+    drop_sorted = mass_before >= p  # the set already reached p without it
+    drop = drop_sorted.scatter(-1, order, drop_sorted)  # back to token order
+    return logits.masked_fill(drop, -math.inf)
+
+
+def next_token_distribution(
+    logits: torch.Tensor, temperature=1.0, top_k=None, top_p=None
+) -> torch.Tensor:
+    """The distribution (..., V) that one decoding step samples from.
+
+    logits: (..., V). Temperature first, then top-k, then top-p (the order of
+    Hugging Face's and nanoGPT's samplers). temperature = 0 is greedy: all
+    mass on the argmax (the first one on a tie).
+    """
+    require_float("logits", logits)
+    check_sampling(temperature, top_k, top_p)
+    if temperature == 0:
+        best = logits.argmax(dim=-1, keepdim=True)
+        return torch.zeros_like(logits).scatter(-1, best, 1.0)
+    logits = logits / temperature
+    if top_k is not None:
+        logits = top_k_filter(logits, top_k)
+    if top_p is not None:
+        logits = top_p_filter(logits, top_p)
+    return logits.softmax(dim=-1)
+
+
+def sample_next_token(
+    logits: torch.Tensor,
+    temperature=1.0,
+    top_k=None,
+    top_p=None,
+    generator=None,
+) -> torch.Tensor:
+    """One token per row of logits (B, V): ids (B,) int64.
+
+    Greedy (argmax) when temperature = 0, which draws nothing; otherwise one
+    draw per row from ``next_token_distribution`` with ``generator`` (a
+    ``torch.Generator``, required: sampling never touches torch's global
+    random state).
+    """
+    require_float("logits", logits)
+    if logits.dim() != 2:
+        raise ValueError(
+            f"logits must have shape (B, V), got {tuple(logits.shape)}"
+        )
+    check_sampling(temperature, top_k, top_p)
+    if temperature == 0:
+        return logits.argmax(dim=-1)
+    require_generator("generator", generator)
+    probs = next_token_distribution(logits, temperature, top_k, top_p)
+    return torch.multinomial(probs, 1, generator=generator).squeeze(-1)

@@ -1,0 +1,246 @@
+"""A decoder-only Transformer language model (GPT-style), built from the
+book's blocks, with a key-value cache for generation.
+
+    tokens (B, n) -> token embedding + learned position embedding
+                  -> num_layers x DecoderOnlyBlock (pre-LN, causal)
+                  -> LayerNorm -> linear head -> logits (B, n, vocab_size)
+
+A block is the encoder block of chapter 9 in its pre-LN form with a causal
+mask, and no cross-attention (there is no encoder):
+
+    a = x + MultiHeadAttention(LN1(x), causal mask)
+    y = a + PositionWiseFFN(LN2(a))
+
+Generation appends one token at a time. Without a cache every step runs the
+whole sequence again; with a ``KVCache`` each layer keeps the keys and values
+of the positions already seen, and a step computes only the new positions'
+queries, keys and values. The first call (the *prefill*) feeds the whole
+prompt at once: n_q new queries against n_k >= n_q keys, which needs the
+causal mask aligned bottom-right (``_causal_mask(n_q, n_k)``).
+"""
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .._checks import require_generator, require_int, require_tensor
+from ..core.attention import attention
+from ..core.sampling import check_sampling, sample_next_token
+from ..core.scoring import scaled_dot_score
+from .encoder import LayerNorm, PositionWiseFFN
+from .multihead import MultiHeadAttention, merge_heads, split_heads
+
+
+def _causal_mask(n_q: int, n_k: int) -> torch.Tensor:
+    """(n_q, n_k) bool, True = keep: the causal mask aligned bottom-right.
+
+    The n_q queries are the last n_q of the n_k positions, so query i sits at
+    position n_k - n_q + i and keeps keys 0 .. n_k - n_q + i: the last query
+    sees every key. n_q = n_k gives the usual lower triangle. (PyTorch's
+    ``is_causal=True`` aligns top-left: query i keeps keys 0 .. i, wrong for a
+    prefill after a cache.)
+    """
+    require_int("n_q", n_q, minimum=0)
+    require_int("n_k", n_k, minimum=n_q)
+    return torch.ones(n_q, n_k, dtype=torch.bool).tril(diagonal=n_k - n_q)
+
+
+class KVCache:
+    """The keys and values each layer has seen: per layer two tensors
+    (B, num_heads, n, head_dim), grown by ``append``. ``len(cache)`` is n,
+    the number of positions cached."""
+
+    def __init__(self, num_layers: int):
+        self.keys = [None] * require_int("num_layers", num_layers)
+        self.values = [None] * num_layers
+
+    def __len__(self) -> int:
+        return 0 if self.keys[-1] is None else self.keys[-1].shape[-2]
+
+    def append(self, layer: int, keys, values) -> tuple:
+        """Add keys, values (B, h, n_new, d) to ``layer``'s cache; returns
+        all of its keys and values (B, h, n + n_new, d)."""
+        if self.keys[layer] is not None:
+            keys = torch.cat([self.keys[layer], keys], dim=-2)
+            values = torch.cat([self.values[layer], values], dim=-2)
+        self.keys[layer], self.values[layer] = keys, values
+        return keys, values
+
+    def nbytes(self) -> int:
+        """The bytes the cached tensors hold."""
+        return sum(
+            t.numel() * t.element_size()
+            for t in self.keys + self.values
+            if t is not None
+        )
+
+
+class DecoderOnlyBlock(nn.Module):
+    """A pre-LN block with causal self-attention: x (B, n, E) -> (B, n, E).
+
+    Sub-modules: ``norm1``, ``self_attn`` (attnbook.MultiHeadAttention),
+    ``norm2``, ``ffn`` (PositionWiseFFN), as in the encoder block.
+    """
+
+    def __init__(self, embed_dim: int, num_heads: int, ffn_dim: int):
+        super().__init__()
+        self.norm1 = LayerNorm(embed_dim)
+        self.self_attn = MultiHeadAttention(embed_dim, num_heads)
+        self.norm2 = LayerNorm(embed_dim)
+        self.ffn = PositionWiseFFN(embed_dim, ffn_dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The whole sequence at once, under the causal mask (n, n)."""
+        h = self.norm1(x)
+        mask = _causal_mask(x.shape[1], x.shape[1]).to(x.device)
+        x = x + self.self_attn(h, h, h, mask=mask)[0]
+        return x + self.ffn(self.norm2(x))
+
+    def forward_cached(self, x, cache: KVCache, layer: int) -> torch.Tensor:
+        """x (B, n_new, E): the new positions only. Their keys and values
+        join ``cache``; their queries attend to all n_k cached keys under the
+        bottom-right causal mask (n_new, n_k)."""
+        mha = self.self_attn
+        h = self.norm1(x)
+        q, k, v = (split_heads(t, mha.num_heads) for t in mha.project(h, h, h))
+        k, v = cache.append(layer, k, v)  # (B, h, n_k, d)
+        mask = _causal_mask(q.shape[-2], k.shape[-2]).to(x.device)
+        heads, _ = attention(q, k, v, score=scaled_dot_score, mask=mask)
+        x = x + mha.out_proj(merge_heads(heads))
+        return x + self.ffn(self.norm2(x))
+
+
+class DecoderOnlyTransformer(nn.Module):
+    """A GPT-style language model: logits for the next token at every
+    position.
+
+    tokens (B, n) int64 in [0, vocab_size) -> logits (B, n, vocab_size);
+    logits[:, t] predicts token t + 1 from tokens 0 .. t. At most
+    ``context_len`` positions (learned position embeddings).
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        context_len: int = 128,
+        embed_dim: int = 128,
+        num_heads: int = 4,
+        num_layers: int = 4,
+        ffn_dim: int = 512,
+    ):
+        super().__init__()
+        self.vocab_size = require_int("vocab_size", vocab_size)
+        self.context_len = require_int("context_len", context_len)
+        self.token_embedding = nn.Embedding(vocab_size, embed_dim)
+        self.position_embedding = nn.Embedding(context_len, embed_dim)
+        self.blocks = nn.ModuleList(
+            DecoderOnlyBlock(embed_dim, num_heads, ffn_dim)
+            for _ in range(require_int("num_layers", num_layers))
+        )
+        self.norm = LayerNorm(embed_dim)
+        self.head = nn.Linear(embed_dim, vocab_size, bias=False)
+        for embedding in (self.token_embedding, self.position_embedding):
+            nn.init.normal_(embedding.weight, std=0.02)
+
+    def embed(self, tokens: torch.Tensor, start: int = 0) -> torch.Tensor:
+        """Token plus position embeddings of tokens (B, n) at positions
+        start .. start + n - 1: (B, n, embed_dim)."""
+        self._check_tokens(tokens, start)
+        positions = torch.arange(start, start + tokens.shape[1])
+        return self.token_embedding(tokens) + self.position_embedding(
+            positions.to(tokens.device)
+        )
+
+    def forward(self, tokens: torch.Tensor, cache: KVCache | None = None):
+        """Logits (B, n, vocab_size). With a ``cache``, ``tokens`` are the
+        next n positions after the len(cache) cached ones, and the cache
+        grows by n (n > 1: a prefill)."""
+        if cache is None:
+            x = self.embed(tokens)
+            for block in self.blocks:
+                x = block(x)
+        else:
+            x = self.embed(tokens, start=len(cache))
+            for layer, block in enumerate(self.blocks):
+                x = block.forward_cached(x, cache, layer)
+        return self.head(self.norm(x))
+
+    def new_cache(self) -> KVCache:
+        return KVCache(len(self.blocks))
+
+    def loss(self, inputs: torch.Tensor, targets: torch.Tensor):
+        """Mean cross-entropy in nats of predicting targets (B, n) from
+        inputs (B, n)."""
+        logits = self(inputs)
+        return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+
+    @torch.no_grad()
+    def generate(
+        self,
+        tokens: torch.Tensor,
+        max_new_tokens: int,
+        temperature=1.0,
+        top_k=None,
+        top_p=None,
+        generator=None,
+        use_cache: bool = True,
+    ) -> torch.Tensor:
+        """tokens (B, n) followed by max_new_tokens sampled ones: (B, n +
+        max_new_tokens).
+
+        Each step samples from the last position's logits with
+        ``sample_next_token`` (greedy at temperature 0; else ``generator``
+        is required). With ``use_cache`` the prompt is prefilled once and
+        each step feeds one token. Positions are absolute, so a full cache
+        cannot slide: once the sequence is longer than ``context_len``, each
+        step runs the last ``context_len`` tokens again, with or without the
+        cache (so both give the same tokens).
+        """
+        require_int("max_new_tokens", max_new_tokens, minimum=0)
+        check_sampling(temperature, top_k, top_p)
+        require_generator("generator", generator, allow_none=temperature == 0)
+        if not isinstance(use_cache, bool):
+            raise TypeError(f"use_cache must be a bool, got {use_cache!r}")
+        self._check_tokens(tokens, 0, crop=True)
+        if tokens.shape[1] == 0:
+            raise ValueError("tokens must hold at least one token per row")
+        cache = self.new_cache() if use_cache else None
+        for _ in range(max_new_tokens):
+            logits = self._last_logits(tokens, cache)
+            new = sample_next_token(
+                logits, temperature, top_k, top_p, generator
+            )
+            tokens = torch.cat([tokens, new[:, None]], dim=1)
+        return tokens
+
+    def _last_logits(self, tokens, cache: KVCache | None) -> torch.Tensor:
+        """Logits (B, vocab_size) for the token after tokens (B, n).
+
+        With a cache, only the positions it lacks are fed: the whole prompt
+        the first time (the prefill), then one token per step. Past
+        ``context_len`` the last ``context_len`` tokens are run again.
+        """
+        if cache is None or tokens.shape[1] > self.context_len:
+            return self(tokens[:, -self.context_len :])[:, -1]
+        return self(tokens[:, len(cache) :], cache)[:, -1]
+
+    def _check_tokens(self, tokens, start: int, crop: bool = False) -> None:
+        require_tensor("tokens", tokens)
+        if tokens.dtype != torch.int64:
+            raise TypeError(f"tokens must be int64, got {tokens.dtype}")
+        if tokens.dim() != 2:
+            raise ValueError(
+                f"tokens must have shape (B, n), got {tuple(tokens.shape)}"
+            )
+        if not crop and start + tokens.shape[1] > self.context_len:
+            raise ValueError(
+                f"positions {start} .. {start + tokens.shape[1] - 1} exceed "
+                f"the context length {self.context_len}"
+            )
+        if tokens.numel() and (
+            tokens.min() < 0 or tokens.max() >= self.vocab_size
+        ):
+            raise ValueError(
+                f"token ids must be in [0, {self.vocab_size}), got "
+                f"{tokens.min().item()} .. {tokens.max().item()}"
+            )

@@ -1,0 +1,233 @@
+"""Chapter 12's language model: a character-level decoder-only Transformer
+trained on the docstrings of Python's standard library, and the shipped copy.
+
+``train_language_model(**TRAINING_RECIPE)`` is what
+``python -m attnbook.train.language_model`` runs; the result ships as
+``data/language_model.pt``, pinned by SHA-256, and
+``pretrained_language_model()`` loads it, wrapped with the tokenizer:
+
+    lm = pretrained_language_model()
+    lm.generate("Return the ", 80, temperature=0.8, seed=1)
+"""
+
+import math
+import time
+
+import torch
+import torch.nn.functional as F
+
+from .._checks import keep_global_rng, require_int
+from .._weights import load_pinned
+from ..core.sampling import check_sampling, next_token_distribution
+from ..measure.threads import single_thread
+from ..nn.language_model import DecoderOnlyTransformer
+from .text import VOCAB, corpus_split, decode, encode, text_batch
+
+LANGUAGE_MODEL_FILE = "language_model.pt"
+LANGUAGE_MODEL_SHA256 = (
+    "41eb91f7314b5b5860c3efc5cf8b489fef5746f8c34f3057365244f66c7b466c"
+)
+MODEL_CONFIG = {
+    "context_len": 128,
+    "embed_dim": 128,
+    "num_heads": 4,
+    "num_layers": 4,
+    "ffn_dim": 512,
+}
+TRAINING_RECIPE = {
+    "steps": 1500,
+    "batch_size": 32,
+    "lr": 2e-3,
+    "warmup": 50,
+    "weight_decay": 0.1,
+    "seed": 0,
+}
+
+
+def learning_rate(step: int, steps: int, lr: float, warmup: int) -> float:
+    """Linear warm-up to ``lr`` over ``warmup`` steps, then a cosine decay
+    to lr / 10 at the last step."""
+    if step < warmup:
+        return lr * (step + 1) / warmup
+    done = (step - warmup) / max(1, steps - 1 - warmup)
+    return lr * (0.1 + 0.45 * (1 + math.cos(math.pi * done)))
+
+
+def train_language_model(
+    steps: int = 1500,
+    batch_size: int = 32,
+    lr: float = 2e-3,
+    warmup: int = 50,
+    weight_decay: float = 0.1,
+    seed: int = 0,
+    config: dict | None = None,
+    progress: bool = True,
+):
+    """Train a seeded ``DecoderOnlyTransformer`` on random windows of the
+    training text, float32 on one thread, AdamW with gradient clipping at 1.
+
+    Returns (model in eval mode, history dict with the per-step "loss" in
+    nats and "seconds"). Torch's global random state is left as it was.
+    """
+    from tqdm.auto import tqdm
+
+    config = {**MODEL_CONFIG, **(config or {})}
+    train_ids = encode(corpus_split()[0])
+    history = {"loss": []}
+    start = time.perf_counter()
+    with single_thread(), keep_global_rng():
+        torch.manual_seed(seed)
+        model = DecoderOnlyTransformer(len(VOCAB), **config)
+        generator = torch.Generator().manual_seed(seed + 1)
+        optimizer = torch.optim.AdamW(
+            model.parameters(),
+            lr=lr,
+            betas=(0.9, 0.99),
+            weight_decay=weight_decay,
+        )
+        model.train()
+        bar = tqdm(range(steps), desc="training", disable=not progress)
+        for step in bar:
+            for group in optimizer.param_groups:
+                group["lr"] = learning_rate(step, steps, lr, warmup)
+            inputs, targets = text_batch(
+                train_ids, batch_size, config["context_len"], generator
+            )
+            loss = model.loss(inputs, targets)
+            optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            history["loss"].append(loss.item())
+            if step % 50 == 0:
+                bar.set_postfix(loss=f"{loss.item():.3f}")
+    history["seconds"] = time.perf_counter() - start
+    return model.eval(), history
+
+
+@torch.no_grad()
+def bits_per_char(
+    model: DecoderOnlyTransformer, text: str, batch_size: int = 64
+) -> float:
+    """Bits per character of ``model`` on ``text[1:]``: the mean of
+    -log2 p(character | the ones before it in its window).
+
+    The text is cut into windows of context_len + 1 characters that overlap
+    by one, so every character after the first is predicted exactly once,
+    from 0 .. context_len - 1 characters before it (as the count baselines
+    predict text[1:]).
+    """
+    ids, n = encode(text), model.context_len
+    if len(ids) < 2:
+        raise ValueError("text needs at least two characters")
+    windows = [ids[s : s + n + 1] for s in range(0, len(ids) - 1, n)]
+    full = [w for w in windows if len(w) == n + 1]
+    groups = list(torch.stack(full).split(batch_size)) if full else []
+    groups += [w[None] for w in windows if len(w) < n + 1]
+    total = 0.0
+    with single_thread():
+        for batch in groups:
+            logits = model(batch[:, :-1])
+            total += F.cross_entropy(
+                logits.flatten(0, 1), batch[:, 1:].flatten(), reduction="sum"
+            ).item()
+    return total / (len(ids) - 1) / math.log(2)
+
+
+def model_from(saved: dict) -> DecoderOnlyTransformer:
+    """The model (eval mode) stored in a dict written by the training
+    script."""
+    model = DecoderOnlyTransformer(len(VOCAB), **saved["config"])
+    model.load_state_dict(saved["state_dict"])
+    return model.eval()
+
+
+class PretrainedLanguageModel:
+    """A trained ``DecoderOnlyTransformer`` with its character tokenizer:
+    strings in, strings out.
+
+    ``model`` is the module (eval mode); ``history`` the training losses;
+    ``held_out_bits_per_char`` the value the training script measured.
+    """
+
+    def __init__(self, model: DecoderOnlyTransformer, saved: dict | None):
+        self.model = model
+        saved = saved or {}
+        self.recipe = saved.get("recipe")
+        self.losses = saved.get("losses")
+        self.held_out_bits_per_char = saved.get("held_out_bits_per_char")
+
+    def generate(
+        self,
+        prompt: str,
+        max_new_tokens: int,
+        temperature=1.0,
+        top_k=None,
+        top_p=None,
+        seed=0,
+        use_cache: bool = True,
+    ) -> str:
+        """The ``max_new_tokens`` characters that follow ``prompt`` (the
+        continuation only).
+
+        temperature = 0 is greedy; otherwise each character is drawn with a
+        ``torch.Generator`` seeded with ``seed``, so the same arguments give
+        the same string, with or without the cache, and torch's global random
+        state is never used.
+        """
+        ids = self._prompt_ids(prompt)
+        require_int("max_new_tokens", max_new_tokens, minimum=0)
+        check_sampling(temperature, top_k, top_p)
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise TypeError(f"seed must be an int, got {seed!r}")
+        if seed < 0:
+            raise ValueError(f"seed must be >= 0, got {seed!r}")
+        if not isinstance(use_cache, bool):
+            raise TypeError(f"use_cache must be a bool, got {use_cache!r}")
+        generator = torch.Generator().manual_seed(seed)
+        with single_thread():
+            out = self.model.generate(
+                ids[None],
+                max_new_tokens,
+                temperature,
+                top_k,
+                top_p,
+                generator,
+                use_cache,
+            )
+        return decode(out[0, len(ids) :])
+
+    @torch.no_grad()
+    def next_char_distribution(
+        self, prompt: str, temperature=1.0, top_k=None, top_p=None
+    ) -> torch.Tensor:
+        """The distribution (len(VOCAB),) that ``generate`` draws the first
+        character after ``prompt`` from (index i is ``VOCAB[i]``)."""
+        ids = self._prompt_ids(prompt)[-self.model.context_len :]
+        with single_thread():
+            logits = self.model(ids[None])[0, -1]
+        return next_token_distribution(logits, temperature, top_k, top_p)
+
+    def bits_per_char(self, text: str) -> float:
+        """Bits per character of the model on ``text[1:]``."""
+        return bits_per_char(self.model, text)
+
+    @staticmethod
+    def _prompt_ids(prompt) -> torch.Tensor:
+        if not isinstance(prompt, str):
+            raise TypeError(
+                f"prompt must be a str, got {type(prompt).__name__}"
+            )
+        if not prompt:
+            raise ValueError("prompt must hold at least one character")
+        try:
+            return encode(prompt)
+        except ValueError as error:
+            raise ValueError(f"prompt: {error}") from None
+
+
+def pretrained_language_model() -> PretrainedLanguageModel:
+    """The shipped result of ``train_language_model(**TRAINING_RECIPE)``,
+    checked against its pinned SHA-256: a ``PretrainedLanguageModel``."""
+    saved = load_pinned(LANGUAGE_MODEL_FILE, LANGUAGE_MODEL_SHA256)
+    return PretrainedLanguageModel(model_from(saved), saved)
