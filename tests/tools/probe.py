@@ -31,7 +31,8 @@ worker. Outcome of a call (``outcome`` in the JSONL), first match wins:
   hang          no answer within the timeout
   absurd_alloc  MemoryError, or torch's "can't allocate memory" RuntimeError
   deep_error    any other exception, or a ValueError/TypeError whose last
-                traceback frame is outside code/attnbook (torch, numpy, Python)
+                traceback frame is not a ``raise`` line in code/attnbook
+                (raised by torch, numpy, or Python itself)
   vague_error   ValueError/TypeError raised by attnbook whose message does not
                 name the argument
   clear_error   ValueError/TypeError raised by attnbook, naming the argument
@@ -1857,7 +1858,13 @@ def run_call(task: dict) -> dict:
         frames = traceback.extract_tb(tb)
         last = frames[-1] if frames else None
         where = f"{last.filename}:{last.lineno}" if last else "?"
-        ours = bool(last) and last.filename.startswith(PACKAGE_DIR)
+        # attnbook's own refusal: a ``raise`` line in code/attnbook (a
+        # TypeError from ``x % "3"`` on an attnbook line is Python's, deep)
+        ours = (
+            bool(last)
+            and last.filename.startswith(PACKAGE_DIR)
+            and (last.line or "").lstrip().startswith("raise")
+        )
         result.update(
             exc_type=type(error).__name__,
             message=message,
