@@ -12,6 +12,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from attnbook import causal_mask
 from attnbook.core.attention import attention
 from attnbook.core.sampling import (
     next_token_distribution,
@@ -22,7 +23,6 @@ from attnbook.core.sampling import (
 from attnbook.nn.language_model import (
     DecoderOnlyTransformer,
     KVCache,
-    _causal_mask,
 )
 from attnbook.tasks import language_model as lm_task
 from attnbook.tasks import text
@@ -132,7 +132,7 @@ def test_causal_mask_against_sdpa_with_an_explicit_mask(n_q, n_k):
     k, v = torch.randn(
         2, 2, 3, n_k, 8, generator=generator, dtype=torch.float64
     )
-    mask = _causal_mask(n_q, n_k)
+    mask = causal_mask(n_q, n_k)
     assert mask.shape == (n_q, n_k) and mask.dtype == torch.bool
     assert mask[-1].all()  # the last query sees every key
     ours, _ = attention(q, k, v, mask=mask)
@@ -150,10 +150,10 @@ def test_causal_mask_against_sdpa_with_an_explicit_mask(n_q, n_k):
 
 def test_causal_mask_square_is_lower_triangular_and_checks_sizes():
     assert torch.equal(
-        _causal_mask(4, 4), torch.ones(4, 4, dtype=torch.bool).tril()
+        causal_mask(4, 4), torch.ones(4, 4, dtype=torch.bool).tril()
     )
     with pytest.raises(ValueError, match="n_k"):
-        _causal_mask(5, 3)
+        causal_mask(5, 3)
 
 
 def test_cached_prefill_and_steps_equal_the_full_forward():

@@ -41,6 +41,7 @@ from .core.positional import (
     sinusoidal_encoding,
 )
 from .core.rotary import apply_rotary
+from .core.sampling import next_token_distribution, sample_next_token
 from .core.scoring import (
     AdditiveScore,
     BilinearScore,
@@ -63,15 +64,19 @@ from .nn.encoder import (
     TransformerEncoderBlock,
     padding_mask,
 )
+from .nn.language_model import DecoderOnlyTransformer, KVCache
 from .nn.multihead import MultiHeadAttention, merge_heads, split_heads
 from .nn.pointer import PointerNetwork
 from .nn.self_attention import SelfAttention
+from .tasks.language_model import pretrained_language_model
 from .tasks.sorting import pretrained_sorter, sorting_batch
 
 __all__ = [
     "AdditiveScore",
     "BilinearScore",
+    "DecoderOnlyTransformer",
     "EncoderDecoderTransformer",
+    "KVCache",
     "LayerNorm",
     "LearnedPositionalEmbedding",
     "MultiHeadAttention",
@@ -79,10 +84,10 @@ __all__ = [
     "PositionWiseFFN",
     "PositionalEncoding",
     "SelfAttention",
-    "TransformerEncoder",
-    "TransformerEncoderBlock",
     "TransformerDecoder",
     "TransformerDecoderBlock",
+    "TransformerEncoder",
+    "TransformerEncoderBlock",
     "agreement",
     "apply_rotary",
     "attention",
@@ -97,11 +102,14 @@ __all__ = [
     "matrix_memory_limit",
     "merge_heads",
     "nadaraya_watson",
+    "next_token_distribution",
     "padding_mask",
     "position_shift_matrix",
+    "pretrained_language_model",
     "pretrained_sorter",
     "regression_data",
     "regression_target",
+    "sample_next_token",
     "scaled_dot_score",
     "set_matrix_memory_limit",
     "sharp_figures",

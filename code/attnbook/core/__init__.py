@@ -4,8 +4,9 @@ from.
 masking (keep-masks, masked softmax), scoring (dot, scaled dot, bilinear and
 additive scores), attention (soft and hard attention over keys and values),
 kernel_regression (Nadaraya-Watson, chapter 1), positional (sinusoidal and
-learned position tables), rotary (RoPE) and chunked (attention one block of
-keys at a time, with an online softmax).
+learned position tables), rotary (RoPE), chunked (attention one block of
+keys at a time, with an online softmax) and sampling (the next token:
+greedy, temperature, top-k, top-p).
 
 May import: torch, ``attnbook._checks`` and ``attnbook.measure``. Nothing
 above.

@@ -4,7 +4,8 @@ multihead (multi-head attention, weights interchangeable with
 ``torch.nn.MultiheadAttention``), self_attention, encoder (the Transformer
 encoder block and stack, layer norm, feed-forward), decoder (the decoder block
 with its key-value cache, the encoder-decoder Transformer), seq2seq (an RNN
-encoder-decoder with additive attention) and pointer (pointer networks).
+encoder-decoder with additive attention), pointer (pointer networks) and
+language_model (a decoder-only Transformer with a key-value cache).
 
 May import: torch, ``attnbook._checks``, ``attnbook.measure``,
 ``attnbook.core``. Not the tasks, experiments or anything above them.

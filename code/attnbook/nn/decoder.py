@@ -66,17 +66,27 @@ def _require_dropout(value) -> float:
     return float(value)
 
 
-def causal_mask(n: int, device=None) -> torch.Tensor:
-    """The causal mask (n, n), True = keep: position i sees positions j <= i.
+def causal_mask(n_q: int, n_k: int | None = None, *, device=None):
+    """The causal mask (n_q, n_k), True = keep; n_k = n_q if not given.
 
-    Lower-triangular: row i (a query) keeps columns 0..i (keys). It broadcasts
-    to the attention weights (B, h, n, n) of a decoder's self-attention.
+    The queries are the last n_q of n_k positions (bottom-right aligned):
+    query i sits at position n_k - n_q + i and keeps keys 0 .. n_k - n_q + i,
+    so the last query sees every key. causal_mask(n) is the lower triangle.
     """
-    require_int("n", n, minimum=0)
+    n_k = _check_causal(n_q, n_k)
+    keep = torch.ones(n_q, n_k, dtype=torch.bool, device=device)
+    return keep.tril(diagonal=n_k - n_q)
+
+
+def _check_causal(n_q, n_k) -> int:
+    """n_q >= 0 and n_k >= n_q (a query before every key would keep none);
+    returns n_k."""
+    require_int("n_q", n_q, minimum=0)
+    n_k = n_q if n_k is None else require_int("n_k", n_k, minimum=n_q)
     require_matrix_fits(
-        "the mask", (n, n), torch.bool, hint="use a smaller n, or"
+        "the mask", (n_q, n_k), torch.bool, hint="use fewer positions, or"
     )
-    return torch.ones(n, n, dtype=torch.bool, device=device).tril()
+    return n_k
 
 
 # -- the three projections of MultiHeadAttention, used one at a time by the
@@ -622,7 +632,7 @@ class EncoderDecoderTransformer(nn.Module):
         cross_weights (L, B, h, n, n_src)].
         """
         x = self.embed_target(tgt_in)
-        mask = causal_mask(tgt_in.shape[1], tgt_in.device)
+        mask = causal_mask(tgt_in.shape[1], device=tgt_in.device)
         out = self.decoder(x, memory, mask, memory_mask, return_weights)
         if not return_weights:
             return self.output(out)
@@ -703,7 +713,7 @@ class EncoderDecoderTransformer(nn.Module):
                 x, _, cross = self.decoder(
                     x,
                     memory,
-                    causal_mask(t + 1, src.device),
+                    causal_mask(t + 1, device=src.device),
                     mask,
                     return_weights=True,
                 )

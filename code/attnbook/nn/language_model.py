@@ -16,33 +16,25 @@ whole sequence again; with a ``KVCache`` each layer keeps the keys and values
 of the positions already seen, and a step computes only the new positions'
 queries, keys and values. The first call (the *prefill*) feeds the whole
 prompt at once: n_q new queries against n_k >= n_q keys, which needs the
-causal mask aligned bottom-right (``_causal_mask(n_q, n_k)``).
+causal mask aligned bottom-right (``causal_mask(n_q, n_k)``).
 """
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._checks import require_generator, require_int, require_tensor
+from .._checks import (
+    require_generator,
+    require_int,
+    require_tensor,
+    restores_rng_on_error,
+)
 from ..core.attention import attention
 from ..core.sampling import check_sampling, sample_next_token
 from ..core.scoring import scaled_dot_score
+from .decoder import causal_mask
 from .encoder import LayerNorm, PositionWiseFFN
 from .multihead import MultiHeadAttention, merge_heads, split_heads
-
-
-def _causal_mask(n_q: int, n_k: int) -> torch.Tensor:
-    """(n_q, n_k) bool, True = keep: the causal mask aligned bottom-right.
-
-    The n_q queries are the last n_q of the n_k positions, so query i sits at
-    position n_k - n_q + i and keeps keys 0 .. n_k - n_q + i: the last query
-    sees every key. n_q = n_k gives the usual lower triangle. (PyTorch's
-    ``is_causal=True`` aligns top-left: query i keeps keys 0 .. i, wrong for a
-    prefill after a cache.)
-    """
-    require_int("n_q", n_q, minimum=0)
-    require_int("n_k", n_k, minimum=n_q)
-    return torch.ones(n_q, n_k, dtype=torch.bool).tril(diagonal=n_k - n_q)
 
 
 class KVCache:
@@ -82,6 +74,7 @@ class DecoderOnlyBlock(nn.Module):
     ``norm2``, ``ffn`` (PositionWiseFFN), as in the encoder block.
     """
 
+    @restores_rng_on_error
     def __init__(self, embed_dim: int, num_heads: int, ffn_dim: int):
         super().__init__()
         self.norm1 = LayerNorm(embed_dim)
@@ -92,7 +85,7 @@ class DecoderOnlyBlock(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """The whole sequence at once, under the causal mask (n, n)."""
         h = self.norm1(x)
-        mask = _causal_mask(x.shape[1], x.shape[1]).to(x.device)
+        mask = causal_mask(x.shape[1], device=x.device)
         x = x + self.self_attn(h, h, h, mask=mask)[0]
         return x + self.ffn(self.norm2(x))
 
@@ -104,7 +97,7 @@ class DecoderOnlyBlock(nn.Module):
         h = self.norm1(x)
         q, k, v = (split_heads(t, mha.num_heads) for t in mha.project(h, h, h))
         k, v = cache.append(layer, k, v)  # (B, h, n_k, d)
-        mask = _causal_mask(q.shape[-2], k.shape[-2]).to(x.device)
+        mask = causal_mask(q.shape[-2], k.shape[-2], device=x.device)
         heads, _ = attention(q, k, v, score=scaled_dot_score, mask=mask)
         x = x + mha.out_proj(merge_heads(heads))
         return x + self.ffn(self.norm2(x))
@@ -119,6 +112,7 @@ class DecoderOnlyTransformer(nn.Module):
     ``context_len`` positions (learned position embeddings).
     """
 
+    @restores_rng_on_error
     def __init__(
         self,
         vocab_size: int,

@@ -5,8 +5,9 @@
     # evaluate the shipped file only
     python -m attnbook.train.<model> --check
 
-bottleneck, date_translator, sorter, card_lookup, order_classifier and
-date_transformer. Each runs on one thread with fixed seeds, so two runs on one
+bottleneck, date_translator, sorter, card_lookup, order_classifier,
+date_transformer and language_model (corpus rebuilds its text from this
+Python's standard library). Each runs on one thread with fixed seeds, so two runs on one
 machine write the same weights; the file's SHA-256 is pinned next to its loader
 in ``attnbook.tasks``.
 
