@@ -38,16 +38,20 @@ def qkv(n_q=3, n_k=5, d=4, d_v=2, seed=0):
 def test_a_mask_on_another_device_is_refused(call):
     q, k, v = qkv()
     keep = torch.zeros(3, 5, dtype=torch.bool).to("meta")
-    with pytest.raises(ValueError, match="mask is on meta"):
+    with pytest.raises(ValueError, match="meta"):
         call(q, k, v, keep)
 
 
 def test_keys_on_another_device_are_refused():
+    from attnbook._checks import require_same_device
+
     q, k, _ = qkv()
-    with pytest.raises(ValueError, match="keys on meta"):
+    with pytest.raises(ValueError, match="meta"):
         dot_score(q, k.to("meta"))
-    with pytest.raises(ValueError, match="one device"):
+    with pytest.raises(ValueError, match="meta"):
         attention(q, k.to("meta"), torch.randn(5, 2))
+    with pytest.raises(ValueError, match="one device: queries on cpu"):
+        require_same_device(queries=q, keys=k.to("meta"))
 
 
 # D5 (a): a NaN query whose every key is masked reaches no gradient.
@@ -477,7 +481,7 @@ def test_streaming_refuses_an_infinite_kept_score():
 def test_chunked_attention_refuses_a_mask_on_another_device():
     q, k, v = qkv()
     keep = torch.ones(3, 5, dtype=torch.bool).to("meta")
-    with pytest.raises(ValueError, match="mask is on meta"):
+    with pytest.raises(ValueError, match="meta"):
         attnbook.chunked_attention(q, k, v, mask=keep)
 
 
@@ -692,3 +696,91 @@ def test_positional_view_keeps_its_table_small():
 
     with pytest.raises(ValueError, match="numbers"):
         positional_view(dim=4096, num_positions=100_000)
+
+
+# What our own probe (tests/tools/probe.py) found after the fixes above.
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: attnbook.TransformerEncoder(10**400, 8, 2, 16, 1),
+        lambda: attnbook.causal_mask(10**400),
+    ],
+)
+def test_sizes_beyond_any_tensor_are_refused(build):
+    with pytest.raises(ValueError, match="too large"):
+        build()
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: __import__("attnbook.nn.seq2seq").nn.seq2seq.Seq2Seq(
+            10**12, 9
+        ),
+        lambda: attnbook.DecoderOnlyTransformer(10**12),
+        lambda: attnbook.DecoderOnlyTransformer(10, num_layers=10**12),
+        lambda: attnbook.PointerNetwork(10**6),
+    ],
+    ids=["seq2seq", "lm_vocab", "lm_layers", "pointer"],
+)
+def test_huge_models_are_refused_before_drawing(build):
+    state = torch.get_rng_state()
+    with pytest.raises(ValueError, match="GiB"):
+        build()
+    assert torch.equal(state, torch.get_rng_state())
+
+
+def test_a_projection_of_a_free_view_is_still_checked():
+    with attnbook._checks.keep_global_rng():
+        mha = attnbook.MultiHeadAttention(8, 2)
+    huge = torch.zeros(2, 1, 8).expand(2, 10**9, 8)
+    with pytest.raises(ValueError, match="GiB"):
+        mha.project(huge, huge, huge)
+
+
+def test_sampling_refuses_a_temperature_that_overflows_the_logits():
+    logits = torch.randn(2, 10)
+    with pytest.raises(ValueError, match="temperature"):
+        attnbook.next_token_distribution(logits, temperature=1e-320)
+
+
+def test_masked_softmax_inplace_must_be_a_bool():
+    scores = torch.randn(2, 3)
+    before = scores.clone()
+    with pytest.raises(ValueError, match="inplace"):
+        masked_softmax(scores, inplace="yes")
+    assert torch.equal(scores, before)
+
+
+def test_count_baselines_need_held_out_text():
+    from attnbook.tasks import text
+
+    for baseline in (text.unigram_bits_per_char, text.bigram_bits_per_char):
+        with pytest.raises(ValueError, match="held_out"):
+            baseline("hello world", "")
+
+
+def test_hand_questions_checks_its_hands():
+    from attnbook.tasks.card_lookup import hand_questions
+
+    colours = torch.tensor([[0, 1, 2, 3, 4, 5]])
+    digits = torch.tensor([[0, 1, 2, 3, 4, 5]])
+    with pytest.raises(TypeError, match="colour_card"):
+        hand_questions(colours, digits, torch.randn(1, 1), torch.tensor([[0]]))
+    with pytest.raises(ValueError, match="colours"):
+        hand_questions(
+            -colours, digits, torch.tensor([[0]]), torch.tensor([[0]])
+        )
+
+
+def test_train_seq2seq_checks_before_it_trains():
+    from attnbook.nn.seq2seq import Seq2Seq, train_seq2seq
+
+    with attnbook._checks.keep_global_rng():
+        model = Seq2Seq(13, 13, 8, 8)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    with pytest.raises(ValueError, match="log_every"):
+        train_seq2seq(model, lambda g: None, 1, log_every="3")
+    assert all(
+        torch.equal(before[k], v) for k, v in model.state_dict().items()
+    )

@@ -15,6 +15,11 @@ def require_tensor(name: str, value) -> torch.Tensor:
         raise TypeError(
             f"{name} must be a torch.Tensor, got {type(value).__name__}"
         )
+    if value.is_meta:
+        raise ValueError(
+            f"{name} is on the meta device (shapes without data): the book's "
+            "functions compute on real tensors"
+        )
     return value
 
 
@@ -136,8 +141,15 @@ def require_int(name: str, value, minimum: int = 1) -> int:
         wanted = {1: "a positive int", 0: "a non-negative int"}.get(
             minimum, f"an int >= {minimum}"
         )
-        raise ValueError(f"{name} must be {wanted}, got {value!r}")
+        raise ValueError(f"{name} must be {wanted}, got {value!r:.40}")
+    if value > _LARGEST_INT:  # no tensor has that many entries
+        raise ValueError(
+            f"{name} = {str(value):.24} is too large (at most 2**62)"
+        )
     return value
+
+
+_LARGEST_INT = 2**62
 
 
 # ----------------------------------------------------------------------------

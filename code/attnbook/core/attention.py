@@ -79,8 +79,8 @@ def hard_attention(
     """Hard attention: each query selects exactly one value.
 
     mode="argmax" picks the most probable key; mode="sample" draws the key from
-    the attention distribution with ``generator`` (a ``torch.Generator`` or
-    None).
+    the attention distribution with ``generator`` (a ``torch.Generator``;
+    None draws from torch's global generator, as torch does).
     queries: (..., n_q, d_q), keys: (..., n_k, d_k), values: (..., n_k, d_v).
     Returns (output (..., n_q, d_v), index (..., n_q) int64). The output is a
     step function of the queries: no gradient reaches the scores through it.

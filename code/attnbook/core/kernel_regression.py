@@ -132,7 +132,7 @@ def regression_data(
     """
     require_int("n_train", n_train)
     require_int("n_test", n_test)
-    require_finite_number("noise", noise, low=0.0)
+    require_finite_number("noise", noise, low=0.0, high=1e30)
     require_int("seed", seed, minimum=0)
     require_matrix_fits("the data", (max(n_train, n_test),), torch.float32)
     generator = torch.Generator().manual_seed(seed)

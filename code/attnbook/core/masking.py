@@ -11,6 +11,7 @@ import torch
 
 from .._checks import (
     require_bool_mask,
+    require_flag,
     require_float,
     require_int,
     require_matrix_fits,
@@ -36,6 +37,7 @@ def masked_softmax(
     x n_k buffer); only for scores that no gradient has to flow through.
     """
     require_float("scores", scores)
+    require_flag("inplace", inplace)
     if inplace and scores.requires_grad and torch.is_grad_enabled():
         raise ValueError(
             "inplace=True needs scores that do not require grad (or "

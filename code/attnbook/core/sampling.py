@@ -75,6 +75,11 @@ def next_token_distribution(
         best = logits.argmax(dim=-1, keepdim=True)
         return torch.zeros_like(logits).scatter(-1, best, 1.0)
     logits = logits / temperature
+    if torch.isnan(logits).any() or torch.isposinf(logits).any():
+        raise ValueError(
+            f"logits / temperature holds NaN or +inf (temperature="
+            f"{temperature:g} too small for these logits, or NaN logits)"
+        )
     if top_k is not None:
         logits = top_k_filter(logits, top_k)
     if top_p is not None:

@@ -28,6 +28,7 @@ from .._checks import (
     require_generator,
     require_ids,
     require_int,
+    require_matrix_fits,
     require_positive,
     require_same_size,
     restores_rng_on_error,
@@ -65,6 +66,12 @@ def selection_task(
     require_int("n_examples", n_examples)
     require_int("n_items", n_items, minimum=2)
     require_int("dim", dim)
+    require_matrix_fits(
+        "the items",
+        (n_examples, n_items, dim),
+        torch.float64,
+        hint="use fewer, or",
+    )
     items = torch.randn(
         n_examples, n_items, dim, generator=generator, dtype=torch.float64
     )

@@ -27,13 +27,14 @@ from .._checks import (
     require_generator,
     require_int,
     require_tensor,
+    require_weights_fit,
     restores_rng_on_error,
 )
 from ..core.attention import attention
 from ..core.sampling import check_sampling, sample_next_token
 from ..core.scoring import scaled_dot_score
 from .decoder import causal_mask
-from .encoder import LayerNorm, PositionWiseFFN
+from .encoder import LayerNorm, PositionWiseFFN, _blocks_weights
 from .multihead import MultiHeadAttention, merge_heads, split_heads
 
 
@@ -125,6 +126,15 @@ class DecoderOnlyTransformer(nn.Module):
         super().__init__()
         self.vocab_size = require_int("vocab_size", vocab_size)
         self.context_len = require_int("context_len", context_len)
+        for name, size in (("embed_dim", embed_dim), ("ffn_dim", ffn_dim)):
+            require_int(name, size)
+        require_weights_fit(
+            "DecoderOnlyTransformer",
+            (2 * vocab_size + context_len, embed_dim),
+            _blocks_weights(
+                require_int("num_layers", num_layers), embed_dim, ffn_dim
+            ),
+        )
         self.token_embedding = nn.Embedding(vocab_size, embed_dim)
         self.position_embedding = nn.Embedding(context_len, embed_dim)
         self.blocks = nn.ModuleList(

@@ -13,6 +13,7 @@ from torch import nn
 from .._checks import (
     require_dim,
     require_float,
+    require_matrix_fits,
     require_module_dtype,
     require_multihead_mask,
     require_same_size,
@@ -135,6 +136,13 @@ class MultiHeadAttention(nn.Module):
                 tensor.dtype != self.in_proj_weight.dtype
             ):  # a generation step calls this thousands of times
                 require_module_dtype(self, **{name: tensor})
+        for name, tensor in (("query", query), ("key", key)):
+            require_matrix_fits(
+                f"the projection of {name}",
+                (*tensor.shape[:-1], 3 * self.embed_dim),
+                tensor.dtype,
+                hint="use shorter sequences, or",
+            )
         weight, bias = self.in_proj_weight, self.in_proj_bias
         if query is key and key is value:
             return F.linear(query, weight, bias).chunk(3, dim=-1)

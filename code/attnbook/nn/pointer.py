@@ -26,6 +26,7 @@ from .._checks import (
     require_int,
     require_module_dtype,
     require_tensor,
+    require_weights_fit,
     restores_rng_on_error,
 )
 from ..core.masking import masked_softmax
@@ -111,6 +112,7 @@ class PointerNetwork(nn.Module):
     def __init__(self, hidden_dim: int = 64):
         super().__init__()
         require_int("hidden_dim", hidden_dim)
+        require_weights_fit("PointerNetwork", (20 * hidden_dim, hidden_dim))
         self.hidden_dim = hidden_dim
         self.embed = nn.Linear(1, hidden_dim)  # one number -> a vector
         self.encoder = nn.LSTM(hidden_dim, hidden_dim, batch_first=True)

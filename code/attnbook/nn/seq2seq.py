@@ -40,6 +40,7 @@ from .._checks import (
     require_positive,
     require_same_size,
     require_tensor,
+    require_weights_fit,
     restores_rng_on_error,
 )
 from ..core.attention import attention
@@ -113,6 +114,10 @@ class Seq2Seq(nn.Module):
         require_flag("attention", attention)
         if attn_dim is not None:
             require_int("attn_dim", attn_dim)
+        vocab, H = src_vocab_size + tgt_vocab_size, hidden_dim
+        require_weights_fit(
+            "Seq2Seq", (vocab + 12 * H, embed_dim + 4 * H + (attn_dim or H))
+        )
         self.config = {
             "src_vocab_size": src_vocab_size,
             "tgt_vocab_size": tgt_vocab_size,
@@ -287,6 +292,12 @@ def train_seq2seq(
     require_int("steps", steps)
     require_positive("lr", lr)
     require_int("seed", seed, minimum=0)
+    require_int("log_every", log_every, minimum=0)
+    if not callable(make_batch):
+        raise TypeError(
+            "make_batch must be a function of a generator, got "
+            f"{make_batch!r:.40}"
+        )
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     schedule = torch.optim.lr_scheduler.OneCycleLR(

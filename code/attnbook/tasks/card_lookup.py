@@ -36,6 +36,7 @@ from .._checks import (
     require_int_in,
     require_positive,
     require_same_size,
+    require_weights_fit,
     restores_rng_on_error,
     seeded,
 )
@@ -95,6 +96,21 @@ def hand_questions(colours, digits, colour_card, digit_card) -> dict:
     ``digit_card``; the answers are the digit on ``colour_card`` and the colour
     of ``digit_card``.
     """
+    require_ids("colours", colours, len(COLOURS), dims=2)
+    require_ids("digits", digits, NUM_DIGITS, dims=2)
+    if colours.shape != digits.shape:
+        raise ValueError(
+            f"colours {tuple(colours.shape)} and digits {tuple(digits.shape)} "
+            "must describe the same hands"
+        )
+    for name, cards in (
+        ("colour_card", colour_card),
+        ("digit_card", digit_card),
+    ):
+        require_ids(name, cards, colours.shape[1], dims=2)
+        require_same_size(
+            "batch size", "colours", len(colours), name, len(cards)
+        )
     return {
         "card_colours": colours,
         "card_digits": digits,
@@ -123,6 +139,7 @@ class CardLookup(nn.Module):
         super().__init__()
         require_int("num_heads", num_heads)
         require_int("embed_dim", embed_dim)
+        require_weights_fit("CardLookup", (4 * embed_dim + 40, embed_dim))
         if embed_dim % num_heads:  # checked before any weight is drawn
             raise ValueError(
                 f"embed_dim ({embed_dim}) must be divisible by num_heads ("

@@ -18,6 +18,8 @@ from torch import nn
 from .._checks import (
     keep_global_rng,
     require_float_dtype,
+    require_int,
+    require_positive,
     restores_rng_on_error,
     seeded,
 )
@@ -174,6 +176,11 @@ def train_order_classifier(
     from tqdm.auto import tqdm
 
     require_float_dtype("dtype", dtype)
+    for name, value in (("steps", steps), ("batch_size", batch_size)):
+        require_int(name, value)
+    require_positive("lr", lr)
+    require_int("seed", seed, minimum=0)
+    require_int("max_len", max_len, minimum=3)
     history = {"loss": []}
     start = time.perf_counter()
     # seeds its own stream (threads wait); the reader's is restored after

@@ -81,8 +81,9 @@ def scale_to_unit(
     same order, familiar range.
     """
     _check_values(x)
-    require_finite_number("low", low)
-    require_finite_number("high", high, low=low, include_low=False)
+    big = torch.finfo(x.dtype).max / 4
+    require_finite_number("low", low, low=-big, high=big)
+    require_finite_number("high", high, low=low, high=big, include_low=False)
     smallest = x.min(dim=1, keepdim=True).values
     spread = x.max(dim=1, keepdim=True).values - smallest
     if (

@@ -105,9 +105,18 @@ def text_batch(
 # (bigram) or every character (unigram) scores
 
 
+def _check_held_out(held_out) -> None:
+    if not isinstance(held_out, str) or len(held_out) < 2:
+        raise ValueError(
+            "held_out must be a str of at least 2 characters (the first is "
+            f"context only), got {held_out!r:.40}"
+        )
+
+
 def unigram_bits_per_char(train: str, held_out: str) -> float:
     """Bits per character of add-one unigram counts from ``train`` on
     ``held_out[1:]``: p(c) = (count(c) + 1) / (N + V), V = 96."""
+    _check_held_out(held_out)
     counts = torch.bincount(encode(train), minlength=len(VOCAB)).double()
     log_p = torch.log2((counts + 1) / (counts.sum() + len(VOCAB)))
     return -log_p[encode(held_out)[1:]].mean().item()
@@ -116,6 +125,7 @@ def unigram_bits_per_char(train: str, held_out: str) -> float:
 def bigram_bits_per_char(train: str, held_out: str) -> float:
     """Bits per character of add-one bigram counts from ``train`` on
     ``held_out[1:]``: p(b | a) = (count(a b) + 1) / (count(a .) + V)."""
+    _check_held_out(held_out)
     ids = encode(train)
     pairs = ids[:-1] * len(VOCAB) + ids[1:]
     counts = torch.bincount(pairs, minlength=len(VOCAB) ** 2).double()
