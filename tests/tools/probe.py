@@ -705,7 +705,7 @@ fn(
 )
 
 # nn
-fn("nn.decoder.causal_mask", n=4)
+fn("nn.decoder.causal_mask", n_q=4)
 DEC = ("nn.decoder.TransformerDecoderBlock", 8, 2, 16)
 fn(
     "nn.decoder.TransformerDecoderBlock",

@@ -381,6 +381,19 @@ class TransformerDecoderBlock(nn.Module):
     def _check_step(self, x, memory_kv, memory_mask) -> None:
         """The mask check forward's MultiHeadAttention makes: no (B, 1, n_src)
         masks (the step's shapes are checked by _with_cache and _attend)."""
+        require_float("x", x)
+        if x.dim() != 3 or x.shape[1] != 1:
+            raise ValueError(
+                f"step takes the new position only: x must be (B, 1, E), got "
+                f"{tuple(x.shape)}"
+            )
+        if not isinstance(memory_kv, (tuple, list)) or len(memory_kv) != 2:
+            raise TypeError(
+                "memory_kv must be the pair (keys, values) that "
+                "memory_keys_values returns"
+            )
+        for name, tensor in zip(("memory keys", "memory values"), memory_kv):
+            require_float(name, tensor)
         if memory_mask is not None:
             require_multihead_mask(
                 memory_mask,
