@@ -242,30 +242,40 @@ def test_a_constructor_that_fails_midway_restores_the_rng():
 
 
 # D4: seeded builds from several threads get their seed's weights.
-def test_seeded_builds_in_threads_match_the_serial_ones():
+def same_weights_in_threads(make, seeds, rounds=3):
+    """Build ``make(seed)`` for every seed from one thread each, ``rounds``
+    times; assert every build equals the serial one and the caller's RNG is
+    unchanged."""
     import threading
 
-    from attnbook._checks import seeded
-
-    def build(seed):
-        with seeded(seed):
-            return torch.nn.Linear(64, 64).weight.detach().clone()
-
-    expected = [build(seed) for seed in range(8)]
-    results = [None] * 8
+    expected = [make(seed) for seed in seeds]
+    results = [None] * len(seeds)
     state = torch.get_rng_state()
 
-    def work(seed):
-        for _ in range(20):
-            results[seed] = build(seed)
+    def work(i, seed):
+        for _ in range(rounds):
+            results[i] = make(seed)
 
-    threads = [threading.Thread(target=work, args=(s,)) for s in range(8)]
+    threads = [
+        threading.Thread(target=work, args=(i, s)) for i, s in enumerate(seeds)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert all(torch.equal(r, e) for r, e in zip(results, expected))
+    for got, want in zip(results, expected):
+        assert all(torch.equal(got[k], want[k]) for k in want)
     assert torch.equal(state, torch.get_rng_state())
+
+
+def test_seeded_builds_in_threads_match_the_serial_ones():
+    from attnbook._checks import seeded
+
+    def build(seed):
+        with seeded(seed):
+            return torch.nn.Linear(64, 64).state_dict()
+
+    same_weights_in_threads(build, range(8), rounds=20)
 
 
 # D14: extreme but accepted parameters give an error, not NaN statistics.
@@ -361,27 +371,12 @@ def test_loglog_slope_refuses_lengths_without_a_slope(lengths):
 
 
 def test_comparison_layers_built_in_threads_match_the_serial_ones():
-    import threading
-
     from attnbook.experiments.complexity import comparison_layers
 
     def weights(seed):
         return comparison_layers(8, seed=seed)["RNN"].state_dict()
 
-    expected = [weights(seed) for seed in range(4)]
-    results = [None] * 4
-
-    def work(seed):
-        for _ in range(5):
-            results[seed] = weights(seed)
-
-    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    for got, want in zip(results, expected):
-        assert all(torch.equal(got[k], want[k]) for k in want)
+    same_weights_in_threads(weights, range(4), rounds=5)
 
 
 @pytest.mark.parametrize("strings", [None, 42, {"a": 1}])
@@ -601,8 +596,6 @@ def test_layer_norm_refuses_an_eps_that_rounds_to_zero():
     ["build_date_transformer", "placement_classifier"],
 )
 def test_seeded_builders_are_thread_safe(build):
-    import threading
-
     if build == "build_date_transformer":
         from attnbook.tasks.date_transformer import build_date_transformer
 
@@ -614,22 +607,7 @@ def test_seeded_builders_are_thread_safe(build):
         def make(seed):
             return placement_classifier("pre-LN", seed=seed).state_dict()
 
-    expected = [make(seed) for seed in range(3)]
-    results = [None] * 3
-    state = torch.get_rng_state()
-
-    def work(seed):
-        for _ in range(3):
-            results[seed] = make(seed)
-
-    threads = [threading.Thread(target=work, args=(s,)) for s in range(3)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    for got, want in zip(results, expected):
-        assert all(torch.equal(got[k], want[k]) for k in want)
-    assert torch.equal(state, torch.get_rng_state())
+    same_weights_in_threads(make, range(3))
 
 
 # D13, D14, D16, D17: smaller misuse, each with a clear error.
