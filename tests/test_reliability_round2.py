@@ -762,3 +762,9 @@ def test_train_seq2seq_checks_before_it_trains():
     assert all(
         torch.equal(before[k], v) for k, v in model.state_dict().items()
     )
+
+
+def test_loading_the_language_model_leaves_the_rng():
+    state = torch.get_rng_state()
+    attnbook.pretrained_language_model()
+    assert torch.equal(state, torch.get_rng_state())

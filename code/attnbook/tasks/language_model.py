@@ -137,7 +137,10 @@ def bits_per_char(
 def model_from(saved: dict) -> DecoderOnlyTransformer:
     """The model (eval mode) stored in a dict written by the training
     script."""
-    model = DecoderOnlyTransformer(len(VOCAB), **saved["config"])
+    # the initial weights are drawn, then overwritten: the caller's stream
+    # is left as it was
+    with keep_global_rng():
+        model = DecoderOnlyTransformer(len(VOCAB), **saved["config"])
     model.load_state_dict(saved["state_dict"])
     return model.eval()
 
