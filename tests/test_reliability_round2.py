@@ -196,6 +196,15 @@ def test_a_damaged_weight_file_never_suggests_weights_only_false(monkeypatch):
     assert "weights_only" not in str(error.value)
 
 
+def refused_before_allocating(build) -> None:
+    """``build()`` raises the memory-limit ValueError and leaves torch's
+    global random state as it was."""
+    state = torch.get_rng_state()
+    with pytest.raises(ValueError, match="GiB"):
+        build()
+    assert torch.equal(state, torch.get_rng_state())
+
+
 # D8: every large allocation is checked against the memory limit first.
 @pytest.mark.parametrize(
     "call",
@@ -211,10 +220,7 @@ def test_a_damaged_weight_file_never_suggests_weights_only_false(monkeypatch):
     ids=["dot", "scaled_dot", "lengths_to_mask", "additive", "bilinear"],
 )
 def test_huge_allocations_are_refused_before_they_start(call):
-    state = torch.get_rng_state()
-    with pytest.raises(ValueError, match="GiB"):
-        call()
-    assert torch.equal(state, torch.get_rng_state())
+    refused_before_allocating(call)
 
 
 def test_random_queries_and_keys_refuses_a_huge_dim():
@@ -534,10 +540,7 @@ def test_garbage_padding_stays_out_of_self_attention_gradients():
     ids=["mha", "vocab", "encoder_layers", "decoder_layers", "causal_mask"],
 )
 def test_huge_transformer_parts_are_refused_before_drawing(build):
-    state = torch.get_rng_state()
-    with pytest.raises(ValueError, match="GiB"):
-        build()
-    assert torch.equal(state, torch.get_rng_state())
+    refused_before_allocating(build)
 
 
 def test_every_module_of_the_package_restores_the_rng_when_refused():
@@ -702,10 +705,7 @@ def test_sizes_beyond_any_tensor_are_refused(build):
     ids=["seq2seq", "lm_vocab", "lm_layers", "pointer"],
 )
 def test_huge_models_are_refused_before_drawing(build):
-    state = torch.get_rng_state()
-    with pytest.raises(ValueError, match="GiB"):
-        build()
-    assert torch.equal(state, torch.get_rng_state())
+    refused_before_allocating(build)
 
 
 def test_a_projection_of_a_free_view_is_still_checked():

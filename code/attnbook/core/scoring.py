@@ -36,6 +36,23 @@ def _check_pair(queries: torch.Tensor, keys: torch.Tensor) -> None:
     )
 
 
+def _check_module_pair(module, queries, keys) -> None:
+    """``_check_pair``, and the feature sizes and dtype of a score module's
+    parameters (``query_dim``, ``key_dim``)."""
+    _check_pair(queries, keys)
+    require_same_size(
+        "query feature size",
+        "queries",
+        queries.shape[-1],
+        "query_dim",
+        module.query_dim,
+    )
+    require_same_size(
+        "key feature size", "keys", keys.shape[-1], "key_dim", module.key_dim
+    )
+    require_module_dtype(module, queries=queries, keys=keys)
+
+
 def dot_score(queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
     """Dot-product scores s(k, q) = k^T q.
 
@@ -97,18 +114,7 @@ class AdditiveScore(nn.Module):
     def forward(
         self, queries: torch.Tensor, keys: torch.Tensor
     ) -> torch.Tensor:
-        _check_pair(queries, keys)
-        require_same_size(
-            "query feature size",
-            "queries",
-            queries.shape[-1],
-            "query_dim",
-            self.query_dim,
-        )
-        require_same_size(
-            "key feature size", "keys", keys.shape[-1], "key_dim", self.key_dim
-        )
-        require_module_dtype(self, queries=queries, keys=keys)
+        _check_module_pair(self, queries, keys)
         batch = torch.broadcast_shapes(queries.shape[:-2], keys.shape[:-2])
         require_matrix_fits(
             "the additive score's hidden tensor",
@@ -148,18 +154,7 @@ class BilinearScore(nn.Module):
     def forward(
         self, queries: torch.Tensor, keys: torch.Tensor
     ) -> torch.Tensor:
-        _check_pair(queries, keys)
-        require_same_size(
-            "query feature size",
-            "queries",
-            queries.shape[-1],
-            "query_dim",
-            self.query_dim,
-        )
-        require_same_size(
-            "key feature size", "keys", keys.shape[-1], "key_dim", self.key_dim
-        )
-        require_module_dtype(self, queries=queries, keys=keys)
+        _check_module_pair(self, queries, keys)
         # (W q_i) . k_j for every pair: project the queries once, then a dot
         # product.
         return (queries @ self.weight.T) @ keys.transpose(-2, -1)
