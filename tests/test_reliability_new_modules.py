@@ -10,11 +10,11 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnbook.core.masking import masked_softmax
+from attnbook.core.masking import causal_mask, masked_softmax
 from attnbook.experiments import norm_placement
 from attnbook.measure import timing
 from attnbook.nn import decoder, seq2seq
-from attnbook.nn.decoder import TransformerDecoderBlock, causal_mask
+from attnbook.nn.decoder import TransformerDecoderBlock
 from attnbook.tasks import card_lookup as lookup
 from attnbook.tasks import copying, dates
 from attnbook.tasks.date_transformer import pretrained_date_transformer

@@ -33,7 +33,7 @@ from .core.kernel_regression import (
     regression_data,
     regression_target,
 )
-from .core.masking import lengths_to_mask, masked_softmax
+from .core.masking import causal_mask, lengths_to_mask, masked_softmax
 from .core.positional import (
     LearnedPositionalEmbedding,
     PositionalEncoding,
@@ -55,7 +55,6 @@ from .nn.decoder import (
     EncoderDecoderTransformer,
     TransformerDecoder,
     TransformerDecoderBlock,
-    causal_mask,
 )
 from .nn.encoder import (
     LayerNorm,

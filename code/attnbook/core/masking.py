@@ -1,4 +1,5 @@
-"""Softmax with a mask, and masks built from sequence lengths.
+"""Softmax with a mask, and the masks themselves: from sequence lengths, and
+causal.
 
 Every attention function in the book turns scores into weights here, so the
 rules live in one place: a boolean mask with ``True = keep``; masked entries
@@ -164,3 +165,26 @@ def lengths_to_mask(valid_lens, n: int) -> torch.Tensor:
         raise ValueError(f"valid length {first} is outside [0, {n}]")
     positions = torch.arange(n, device=valid_lens.device)
     return positions < valid_lens.unsqueeze(-1)
+
+
+def causal_mask(n_q: int, n_k: int | None = None, *, device=None):
+    """The causal mask (n_q, n_k), True = keep; n_k = n_q if not given.
+
+    The queries are the last n_q of n_k positions (bottom-right aligned):
+    query i sits at position n_k - n_q + i and keeps keys 0 .. n_k - n_q + i,
+    so the last query sees every key. causal_mask(n) is the lower triangle.
+    """
+    n_k = _check_causal(n_q, n_k)
+    keep = torch.ones(n_q, n_k, dtype=torch.bool, device=device)
+    return keep.tril(diagonal=n_k - n_q)
+
+
+def _check_causal(n_q, n_k) -> int:
+    """n_q >= 0 and n_k >= n_q (a query before every key would keep none);
+    returns n_k."""
+    require_int("n_q", n_q, minimum=0)
+    n_k = n_q if n_k is None else require_int("n_k", n_k, minimum=n_q)
+    require_matrix_fits(
+        "the mask", (n_q, n_k), torch.bool, hint="use fewer positions, or"
+    )
+    return n_k

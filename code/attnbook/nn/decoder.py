@@ -34,7 +34,6 @@ from .._checks import (
     require_float,
     require_ids,
     require_int,
-    require_matrix_fits,
     require_module_dtype,
     require_multihead_mask,
     require_same_dtype,
@@ -44,7 +43,7 @@ from .._checks import (
     restores_rng_on_error,
 )
 from ..core.attention import _drop_masked_garbage, _weighted_values
-from ..core.masking import masked_softmax
+from ..core.masking import causal_mask, masked_softmax
 from ..core.positional import PositionalEncoding
 from .encoder import (
     LayerNorm,
@@ -64,29 +63,6 @@ def _require_dropout(value) -> float:
     ):
         raise ValueError(f"dropout must be a number in [0, 1), got {value!r}")
     return float(value)
-
-
-def causal_mask(n_q: int, n_k: int | None = None, *, device=None):
-    """The causal mask (n_q, n_k), True = keep; n_k = n_q if not given.
-
-    The queries are the last n_q of n_k positions (bottom-right aligned):
-    query i sits at position n_k - n_q + i and keeps keys 0 .. n_k - n_q + i,
-    so the last query sees every key. causal_mask(n) is the lower triangle.
-    """
-    n_k = _check_causal(n_q, n_k)
-    keep = torch.ones(n_q, n_k, dtype=torch.bool, device=device)
-    return keep.tril(diagonal=n_k - n_q)
-
-
-def _check_causal(n_q, n_k) -> int:
-    """n_q >= 0 and n_k >= n_q (a query before every key would keep none);
-    returns n_k."""
-    require_int("n_q", n_q, minimum=0)
-    n_k = n_q if n_k is None else require_int("n_k", n_k, minimum=n_q)
-    require_matrix_fits(
-        "the mask", (n_q, n_k), torch.bool, hint="use fewer positions, or"
-    )
-    return n_k
 
 
 # -- the three projections of MultiHeadAttention, used one at a time by the

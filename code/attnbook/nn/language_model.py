@@ -31,9 +31,9 @@ from .._checks import (
     restores_rng_on_error,
 )
 from ..core.attention import attention
+from ..core.masking import causal_mask
 from ..core.sampling import check_sampling, sample_next_token
 from ..core.scoring import scaled_dot_score
-from .decoder import causal_mask
 from .encoder import LayerNorm, PositionWiseFFN, _blocks_weights
 from .multihead import MultiHeadAttention, merge_heads, split_heads
 
