@@ -5,7 +5,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnbook import lengths_to_mask, masked_softmax
+from attnbook import causal_mask, lengths_to_mask, masked_softmax
 
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 
@@ -149,9 +149,10 @@ def test_lengths_to_mask_matches_direct_definition():
 
 
 def test_lengths_to_mask_rejects_lengths_outside_range():
-    with pytest.raises(ValueError, match="valid length 4 is outside"):
+    # the message names the argument (valid_lens) and the length at fault
+    with pytest.raises(ValueError, match="valid_lens: valid length 4 is out"):
         lengths_to_mask(torch.tensor([1, 4]), 3)
-    with pytest.raises(ValueError, match="valid length -1"):
+    with pytest.raises(ValueError, match="valid_lens: valid length -1"):
         lengths_to_mask([-1], 3)
     with pytest.raises(TypeError, match="integers"):
         lengths_to_mask(torch.tensor([1.5]), 3)
@@ -180,3 +181,16 @@ def test_inplace_refuses_scores_that_need_a_gradient():
         masked_softmax(scores, inplace=True)
     with torch.no_grad():
         masked_softmax(scores.detach().clone(), inplace=True)
+
+
+@pytest.mark.parametrize("device", ["x", -1, 2.5, object()])
+def test_causal_mask_names_a_bad_device(device):
+    # torch's own messages ("Device index must not be negative") do not say
+    # which argument is at fault
+    with pytest.raises(ValueError, match="device must be None, a torch.dev"):
+        causal_mask(3, device=device)
+
+
+def test_causal_mask_too_large_names_its_sizes():
+    with pytest.raises(ValueError, match="smaller n_q or n_k"):
+        causal_mask(10**12)

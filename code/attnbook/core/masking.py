@@ -1,5 +1,5 @@
-"""Softmax with a mask, and the masks themselves: from sequence lengths, and
-causal.
+"""Softmax with a mask, and the masks themselves: from sequence lengths,
+causal, and causal within a sliding window.
 
 Every attention function in the book turns scores into weights here, so the
 rules live in one place: a boolean mask with ``True = keep``; masked entries
@@ -159,10 +159,14 @@ def lengths_to_mask(valid_lens, n: int) -> torch.Tensor:
         torch.bool,
         hint="use a smaller n, or",
     )
-    bad = (valid_lens < 0) | (valid_lens > n)
-    if bad.any():
+    # amin/amax: two passes that allocate nothing (a comparison would build
+    # one boolean per length before the mask itself)
+    if valid_lens.numel() and (valid_lens.amin() < 0 or valid_lens.amax() > n):
+        bad = (valid_lens < 0) | (valid_lens > n)
         first = valid_lens[bad].flatten()[0].item()
-        raise ValueError(f"valid length {first} is outside [0, {n}]")
+        raise ValueError(
+            f"valid_lens: valid length {first} is outside [0, {n}]"
+        )
     positions = torch.arange(n, device=valid_lens.device)
     return positions < valid_lens.unsqueeze(-1)
 
@@ -174,17 +178,48 @@ def causal_mask(n_q: int, n_k: int | None = None, *, device=None):
     query i sits at position n_k - n_q + i and keeps keys 0 .. n_k - n_q + i,
     so the last query sees every key. causal_mask(n) is the lower triangle.
     """
-    n_k = _check_causal(n_q, n_k)
+    n_k, device = _check_causal(n_q, n_k, device)
     keep = torch.ones(n_q, n_k, dtype=torch.bool, device=device)
     return keep.tril(diagonal=n_k - n_q)
 
 
-def _check_causal(n_q, n_k) -> int:
-    """n_q >= 0 and n_k >= n_q (a query before every key would keep none);
-    returns n_k."""
+def sliding_window_mask(
+    n_q: int, n_k: int | None = None, window: int | None = None, *, device=None
+):
+    """The causal mask within a window (n_q, n_k), True = keep (Longformer's
+    and Mistral's sliding window).
+
+    Bottom-right aligned like ``causal_mask``: query i sits at position
+    p = n_k - n_q + i and keeps the keys p - window + 1 .. p (its own
+    position and the window - 1 before it). window: an int >= 1, or None for
+    no limit (then it is ``causal_mask(n_q, n_k)``); n_k = n_q if not given.
+    """
+    n_k, device = _check_causal(n_q, n_k, device, window)
+    causal = causal_mask(n_q, n_k, device=device)
+    if window is None:
+        return causal
+    return causal.triu(diagonal=n_k - n_q - window + 1)  # drop the far past
+
+
+def _check_causal(n_q, n_k, device, window=None) -> tuple:
+    """n_q >= 0, n_k >= n_q (a query before every key would keep none), a
+    window of None or >= 1, a device torch knows; returns (n_k, device)."""
     require_int("n_q", n_q, minimum=0)
     n_k = n_q if n_k is None else require_int("n_k", n_k, minimum=n_q)
+    if window is not None:
+        require_int("window", window, minimum=1)
     require_matrix_fits(
-        "the mask", (n_q, n_k), torch.bool, hint="use fewer positions, or"
+        "the mask",
+        (n_q, n_k),
+        torch.bool,
+        hint="use a smaller n_q or n_k, or",
     )
-    return n_k
+    if device is None:
+        return n_k, None
+    try:
+        return n_k, torch.device(device)
+    except (RuntimeError, TypeError, ValueError) as error:
+        raise ValueError(
+            "device must be None, a torch.device or a name such as 'cpu', "
+            f"got {device!r:.40} ({str(error).splitlines()[0]:.80})"
+        ) from None
