@@ -632,3 +632,161 @@ def test_card_lookup_training_is_reproducible_and_two_heads_solve_the_task():
     )
     one = lookup_report(trained_card_lookup(1), num_hands=500, seed=5)
     assert min(one["digit_accuracy"], one["colour_accuracy"]) < 0.6
+
+
+# ---------------------------------------------------------------------------
+# num_kv_heads: grouped-query and multi-query attention (chapter 13)
+# ---------------------------------------------------------------------------
+
+
+def test_num_kv_heads_none_draws_the_same_weights_in_the_same_order():
+    # the documented draws, written out: an empty stacked (3E, E) matrix,
+    # zero biases, out_proj's nn.Linear, then Xavier on the stack; shipped
+    # weight files and printed numbers depend on this order
+    torch.manual_seed(3)
+    stack = torch.empty(24, 8)
+    out_proj = nn.Linear(8, 8)
+    nn.init.xavier_uniform_(stack)
+    after_reference = torch.rand(1)
+    for num_kv_heads in (None, 2):  # 2 = num_heads: plain multi-head
+        torch.manual_seed(3)
+        module = MultiHeadAttention(8, 2, num_kv_heads=num_kv_heads)
+        assert torch.rand(1) == after_reference  # as many draws
+        assert torch.equal(module.in_proj_weight, stack)
+        assert torch.equal(module.out_proj.weight, out_proj.weight)
+        assert not module.in_proj_bias.any() and not module.out_proj.bias.any()
+        assert [name for name, _ in module.named_parameters()] == [
+            "in_proj_weight",
+            "in_proj_bias",
+            "out_proj.weight",
+            "out_proj.bias",
+        ]
+
+
+@pytest.mark.parametrize("num_kv_heads", [1, 2, 4])
+def test_grouped_module_has_the_documented_parameters(num_kv_heads):
+    embed, heads, head_dim = 16, 4, 4
+    module = MultiHeadAttention(embed, heads, num_kv_heads=num_kv_heads)
+    kv = num_kv_heads * head_dim
+    assert module.num_kv_heads == num_kv_heads
+    assert module.in_proj_weight.shape == (embed + 2 * kv, embed)
+    assert module.in_proj_bias.shape == (embed + 2 * kv,)
+    count = sum(p.numel() for p in module.parameters())
+    # W_q, W_k, W_v and their biases, then the output projection
+    assert count == embed * embed + 2 * kv * embed + embed + 2 * kv + (
+        embed * embed + embed
+    )
+    x = torch.randn(3, 5, embed)
+    output, weights = module(x, x, x)
+    assert output.shape == (3, 5, embed) and weights.shape == (3, heads, 5, 5)
+
+
+def grouped_pair(num_kv_heads, embed=12, heads=6, seed=0):
+    """A grouped module with random parameters (biases too), and a plain
+    multi-head module whose key and value heads are copies of its shared
+    ones: head i of the plain module gets key-value head i // (h / g)."""
+    torch.manual_seed(seed)
+    grouped = MultiHeadAttention(embed, heads, num_kv_heads=num_kv_heads)
+    plain = MultiHeadAttention(embed, heads).double()
+    grouped = grouped.double()
+    with torch.no_grad():
+        for parameter in grouped.parameters():
+            parameter.normal_(0.0, 0.5)
+        d = embed // heads
+        kv = num_kv_heads * d
+        w_q, w_k, w_v = grouped.in_proj_weight.split([embed, kv, kv])
+        b_q, b_k, b_v = grouped.in_proj_bias.split([embed, kv, kv])
+
+        def copies(t):  # (g * d, ...) -> (h * d, ...): each head h/g times
+            return (
+                t.unflatten(0, (num_kv_heads, d))
+                .repeat_interleave(heads // num_kv_heads, dim=0)
+                .flatten(0, 1)
+            )
+
+        plain.in_proj_weight.copy_(torch.cat([w_q, copies(w_k), copies(w_v)]))
+        plain.in_proj_bias.copy_(torch.cat([b_q, copies(b_k), copies(b_v)]))
+        plain.out_proj.load_state_dict(grouped.out_proj.state_dict())
+    return grouped, plain
+
+
+@pytest.mark.parametrize("num_kv_heads", [1, 2, 3, 6])
+@pytest.mark.parametrize("kind", ["self", "cross", "key is value"])
+def test_grouped_module_equals_multihead_with_copied_key_value_heads(
+    num_kv_heads, kind
+):
+    grouped, plain = grouped_pair(num_kv_heads)
+    gen = torch.Generator().manual_seed(1)
+    x, memory = (
+        torch.randn(2, 5, 12, generator=gen, dtype=torch.float64),
+        torch.randn(2, 7, 12, generator=gen, dtype=torch.float64),
+    )
+    query, key, value = {
+        "self": (x, x, x),
+        "cross": (x, memory, memory.flip(1)),
+        "key is value": (x, memory, memory),
+    }[kind]
+    keep = torch.rand(2, 6, 5, key.shape[1], generator=gen) < 0.7
+    for mask in (None, keep):
+        output, weights = grouped(query, key, value, mask=mask)
+        expected, expected_weights = plain(query, key, value, mask=mask)
+        assert (output - expected).abs().max() < 1e-12
+        assert (weights - expected_weights).abs().max() < 1e-12
+
+
+@pytest.mark.parametrize("num_kv_heads", [1, 2, 4])
+def test_grouped_module_is_grouped_query_attention_on_its_projections(
+    num_kv_heads,
+):
+    from attnbook.core.grouped_query import grouped_query_attention
+
+    embed, heads = 16, 4
+    torch.manual_seed(0)
+    module = MultiHeadAttention(embed, heads, num_kv_heads=num_kv_heads)
+    x = torch.randn(2, 5, embed)
+    mask = torch.ones(5, 5, dtype=torch.bool).tril()
+    kv = num_kv_heads * embed // heads
+    w_q, w_k, w_v = module.in_proj_weight.split([embed, kv, kv])
+    b_q, b_k, b_v = module.in_proj_bias.split([embed, kv, kv])
+    q = (x @ w_q.T + b_q).unflatten(-1, (heads, -1)).transpose(1, 2)
+    k = (x @ w_k.T + b_k).unflatten(-1, (num_kv_heads, -1)).transpose(1, 2)
+    v = (x @ w_v.T + b_v).unflatten(-1, (num_kv_heads, -1)).transpose(1, 2)
+    heads_out, expected_weights = grouped_query_attention(q, k, v, mask=mask)
+    expected = module.out_proj(heads_out.transpose(1, 2).flatten(-2))
+    output, weights = module(x, x, x, mask=mask)
+    assert (output - expected).abs().max() < 1e-6
+    assert (weights - expected_weights).abs().max() < 1e-6
+
+
+@pytest.mark.parametrize(
+    "num_kv_heads, error, match",
+    [
+        (3, ValueError, r"num_heads \(4\) must be divisible by num_kv_heads"),
+        (0, ValueError, "num_kv_heads must be a positive int"),
+        (8, ValueError, r"num_heads \(4\) must be divisible by num_kv_heads"),
+        (2.0, ValueError, "num_kv_heads must be a positive int"),
+        (True, ValueError, "num_kv_heads must be a positive int"),
+    ],
+)
+def test_bad_num_kv_heads_is_refused_before_any_draw(
+    num_kv_heads, error, match
+):
+    torch.manual_seed(0)
+    state = torch.get_rng_state()
+    with pytest.raises(error, match=match):
+        MultiHeadAttention(16, 4, num_kv_heads=num_kv_heads)
+    assert torch.equal(torch.get_rng_state(), state)
+
+
+def test_grouped_module_refuses_torch_weights():
+    module = MultiHeadAttention(8, 4, num_kv_heads=2)
+    with pytest.raises(ValueError, match="num_kv_heads=2 key-value heads"):
+        module.load_torch_weights(nn.MultiheadAttention(8, 4))
+    # one key-value head per query head: the layout is torch's
+    torch.manual_seed(0)
+    theirs = nn.MultiheadAttention(8, 4, batch_first=True)
+    ours = MultiHeadAttention(8, 4, num_kv_heads=4).load_torch_weights(theirs)
+    x = torch.randn(2, 3, 8)
+    expected = theirs(x, x, x, average_attn_weights=False)
+    for a, b in zip(ours(x, x, x), expected):
+        assert (a - b).abs().max() < 1e-6

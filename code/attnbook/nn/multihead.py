@@ -3,7 +3,9 @@
 project -> split heads -> scaled dot-product attention per head -> merge heads
 -> output projection. Parameters are laid out as in
 ``torch.nn.MultiheadAttention`` (one stacked input projection, then
-``out_proj``), so its weights load directly.
+``out_proj``), so its weights load directly. With ``num_kv_heads`` the keys
+and values have fewer heads than the queries (grouped-query attention, see
+``attnbook.core.grouped_query``).
 """
 
 import torch
@@ -22,6 +24,7 @@ from .._checks import (
     restores_rng_on_error,
 )
 from ..core.attention import attention
+from ..core.grouped_query import grouped_query_attention
 from ..core.scoring import scaled_dot_score
 
 
@@ -79,6 +82,34 @@ def _zero_unused(x: torch.Tensor, used: torch.Tensor) -> torch.Tensor:
     return torch.where(used.unsqueeze(-1), x, torch.zeros((), dtype=x.dtype))
 
 
+def _check_sizes(embed_dim, num_heads, num_kv_heads) -> int:
+    """Sizes of a MultiHeadAttention, checked before any weight is drawn;
+    returns the number of key-value heads."""
+    for name, size in (("embed_dim", embed_dim), ("num_heads", num_heads)):
+        if isinstance(size, bool) or not isinstance(size, int):
+            raise TypeError(f"{name} must be an int, got {size!r}")
+    require_dim("embed_dim", embed_dim)
+    if num_heads < 1 or embed_dim % num_heads != 0:
+        raise ValueError(
+            f"embed_dim ({embed_dim}) must be divisible by num_heads ("
+            f"{num_heads})"
+        )
+    if num_kv_heads is None:
+        num_kv_heads = num_heads
+    require_dim("num_kv_heads", num_kv_heads)
+    if num_heads % num_kv_heads:
+        raise ValueError(
+            f"num_heads ({num_heads}) must be divisible by num_kv_heads "
+            f"({num_kv_heads}): each key-value head serves a whole group of "
+            "query heads"
+        )
+    kv_dim = num_kv_heads * (embed_dim // num_heads)
+    require_weights_fit(
+        "MultiHeadAttention", (2 * embed_dim + 2 * kv_dim + 4, embed_dim)
+    )
+    return num_kv_heads
+
+
 class MultiHeadAttention(nn.Module):
     """Multi-head scaled dot-product attention (the Transformer's).
 
@@ -87,30 +118,33 @@ class MultiHeadAttention(nn.Module):
     1/sqrt(d_head). Parameters: ``in_proj_weight`` (3 * embed_dim, embed_dim)
     stacking W_q, W_k, W_v; ``in_proj_bias`` (3 * embed_dim) if bias;
     ``out_proj`` (embed_dim -> embed_dim).
+
+    num_kv_heads = g (a divisor of num_heads; None: num_heads): the keys and
+    values get g heads of d_head, each shared by num_heads / g query heads
+    (g = 1 is multi-query attention). The layout stays one stack:
+    ``in_proj_weight`` (embed_dim + 2 g d_head, embed_dim) holds W_q (embed_dim
+    rows), W_k and W_v (g d_head rows each), ``in_proj_bias`` likewise; with g
+    = num_heads, or None, every parameter, its initial draw and the result are
+    those of plain multi-head attention.
     """
 
     @restores_rng_on_error
-    def __init__(self, embed_dim: int, num_heads: int, bias: bool = True):
+    def __init__(
+        self,
+        embed_dim: int,
+        num_heads: int,
+        bias: bool = True,
+        num_kv_heads: int | None = None,
+    ):
         super().__init__()
-        for name, size in (("embed_dim", embed_dim), ("num_heads", num_heads)):
-            if isinstance(size, bool) or not isinstance(size, int):
-                raise TypeError(f"{name} must be an int, got {size!r}")
-        require_dim("embed_dim", embed_dim)
-        require_weights_fit(
-            "MultiHeadAttention", (4 * embed_dim + 4, embed_dim)
-        )
-        if num_heads < 1 or embed_dim % num_heads != 0:
-            raise ValueError(
-                f"embed_dim ({embed_dim}) must be divisible by num_heads ("
-                f"{num_heads})"
-            )
+        kv_heads = _check_sizes(embed_dim, num_heads, num_kv_heads)
         self.embed_dim, self.num_heads = embed_dim, num_heads
-        self.head_dim = embed_dim // num_heads
-        self.in_proj_weight = nn.Parameter(
-            torch.empty(3 * embed_dim, embed_dim)
-        )
+        self.num_kv_heads, self.head_dim = kv_heads, embed_dim // num_heads
+        self.kv_dim = kv_heads * self.head_dim  # rows of W_k and of W_v
+        stacked = embed_dim + 2 * self.kv_dim
+        self.in_proj_weight = nn.Parameter(torch.empty(stacked, embed_dim))
         self.in_proj_bias = (
-            nn.Parameter(torch.zeros(3 * embed_dim)) if bias else None
+            nn.Parameter(torch.zeros(stacked)) if bias else None
         )
         self.out_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
         nn.init.xavier_uniform_(self.in_proj_weight)
@@ -139,16 +173,17 @@ class MultiHeadAttention(nn.Module):
         for name, tensor in (("query", query), ("key", key)):
             require_matrix_fits(
                 f"the projection of {name}",
-                (*tensor.shape[:-1], 3 * self.embed_dim),
+                (*tensor.shape[:-1], self.in_proj_weight.shape[0]),
                 tensor.dtype,
                 hint="use shorter sequences, or",
             )
         weight, bias = self.in_proj_weight, self.in_proj_bias
+        sizes = [self.embed_dim, self.kv_dim, self.kv_dim]
         if query is key and key is value:
-            return F.linear(query, weight, bias).chunk(3, dim=-1)
-        w_q, w_kv = weight.split([self.embed_dim, 2 * self.embed_dim])
+            return F.linear(query, weight, bias).split(sizes, dim=-1)
+        w_q, w_kv = weight.split([self.embed_dim, 2 * self.kv_dim])
         b_q, b_kv = (
-            bias.split([self.embed_dim, 2 * self.embed_dim])
+            bias.split([self.embed_dim, 2 * self.kv_dim])
             if bias is not None
             else (None, None)
         )
@@ -178,7 +213,9 @@ class MultiHeadAttention(nn.Module):
         ``keep = ~key_padding_mask``.) Returns (output (B, n_q, embed_dim),
         weights (B, num_heads, n_q, n_k)). A query whose keys are all masked
         gets zero weights and the output ``out_proj(0)`` (torch returns NaN
-        there).
+        there). With num_kv_heads < num_heads the keys and values are split
+        into num_kv_heads heads and ``grouped_query_attention`` shares each
+        among its num_heads / num_kv_heads query heads.
         """
         self._check_inputs(query, key, value)
         if mask is not None:
@@ -190,11 +227,18 @@ class MultiHeadAttention(nn.Module):
                 key.shape[-2],
             )
             query, key, value = _drop_unused_garbage(query, key, value, mask)
-        q, k, v = (
-            split_heads(t, self.num_heads)
-            for t in self.project(query, key, value)
+        q, k, v = self.project(query, key, value)
+        q = split_heads(q, self.num_heads)
+        k, v = (
+            split_heads(k, self.num_kv_heads),
+            split_heads(v, self.num_kv_heads),
         )
-        heads, weights = attention(q, k, v, score=scaled_dot_score, mask=mask)
+        if self.num_kv_heads == self.num_heads:
+            heads, weights = attention(
+                q, k, v, score=scaled_dot_score, mask=mask
+            )
+        else:
+            heads, weights = grouped_query_attention(q, k, v, mask=mask)
         return self.out_proj(merge_heads(heads)), weights
 
     def _check_inputs(self, query, key, value) -> None:
@@ -249,6 +293,14 @@ class MultiHeadAttention(nn.Module):
                 f", num_heads={module.num_heads}; "
                 f"this one embed_dim={self.embed_dim}, num_heads="
                 f"{self.num_heads}"
+            )
+        if self.num_kv_heads != self.num_heads:
+            raise ValueError(
+                f"this module shares num_kv_heads={self.num_kv_heads} "
+                f"key-value heads among num_heads={self.num_heads} query "
+                "heads; "
+                "torch.nn.MultiheadAttention has one key-value head per query"
+                " head, so its weights do not fit"
             )
         if module.in_proj_weight is None:
             raise ValueError(
