@@ -73,6 +73,10 @@ EXPLORERS = {
         "chunked",
         "chunked_explorer(n=4096, chunk_size=512)",
     ),
+    "12_language_model": (
+        "language_model",
+        'decoding_explorer(lm, prompt="If the file does not ex", temperature=1.0)',
+    ),
 }
 
 
@@ -109,6 +113,10 @@ def _arguments(module_name: str) -> dict:
         from attnbook.tasks.date_transformer import pretrained_date_transformer
 
         return {"translator": pretrained_date_transformer()}
+    if module_name == "language_model":
+        from attnbook.tasks.language_model import pretrained_language_model
+
+        return {"lm": pretrained_language_model()}
     return {}
 
 
