@@ -3,6 +3,7 @@ errors, raised before anything the caller owns changes (a tensor, a cache,
 torch's global random state)."""
 
 import functools
+import math
 import threading
 from contextlib import contextmanager
 
@@ -20,7 +21,21 @@ def require_tensor(name: str, value) -> torch.Tensor:
             f"{name} is on the meta device (shapes without data): the book's "
             "functions compute on real tensors"
         )
+    _require_view_fits(name, value)
     return value
+
+
+def _require_view_fits(name: str, value: torch.Tensor) -> None:
+    """A broadcast view (e.g. ``expand``: stride 0) holds far fewer bytes than
+    its shape says; any copy of it, or any output of its shape, would not fit
+    in the memory limit: refused before a function touches it."""
+    nbytes = value.numel() * value.element_size()
+    if nbytes <= _MATRIX_LIMIT["bytes"] or value.layout != torch.strided:
+        return
+    if nbytes > value.untyped_storage().nbytes():
+        require_matrix_fits(
+            f"{name}, a broadcast view", value.shape, value.dtype, _VIEW_HINT
+        )
 
 
 def require_float(name: str, value) -> torch.Tensor:
@@ -63,6 +78,22 @@ def require_bool_mask(
             f"{tuple(target_shape)}"
         )
     return mask
+
+
+def require_shape(name: str, tensor, shape: tuple) -> torch.Tensor:
+    """A tensor of exactly ``shape`` (None: any size in that dimension), or
+    a ``ValueError`` naming both shapes."""
+    require_tensor(name, tensor)
+    if tensor.dim() != len(shape) or any(
+        size is not None and size != got
+        for size, got in zip(shape, tensor.shape)
+    ):
+        sizes = ", ".join("n" if s is None else str(s) for s in shape)
+        raise ValueError(
+            f"{name} must have shape ({sizes}{',' * (len(shape) == 1)}), "
+            f"got {tuple(tensor.shape)}"
+        )
+    return tensor
 
 
 def require_same_size(
@@ -247,13 +278,8 @@ def require_finite_number(
     Raises ``ValueError`` naming the value: what an explorer's view needs for
     every float control.
     """
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or value != value
-        or abs(value) == float("inf")
-    ):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    if not is_finite_number(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r:.40}")
     inside = (low <= value if include_low else low < value) and value <= high
     if not inside:
         bracket = "[" if include_low else "("
@@ -261,6 +287,17 @@ def require_finite_number(
             f"{name} must be in {bracket}{low}, {high}], got {value!r}"
         )
     return value
+
+
+def is_finite_number(value) -> bool:
+    """True for an int or float (not a bool) that is a finite float: not NaN,
+    not inf, not an int beyond every float (10**400)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def require_int_in(name: str, value, low: int, high: int) -> int:
@@ -316,6 +353,7 @@ def matrix_memory_limit() -> int:
 
 
 _CHUNKED_HINT = "use attnbook.chunked_attention, which never builds it, or"
+_VIEW_HINT = "its copies and outputs would not fit: pass fewer rows or"
 
 
 def require_matrix_fits(

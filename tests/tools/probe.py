@@ -109,6 +109,16 @@ SKIP = {
 }
 
 
+# Targets whose documented answer may be infinite for finite inputs: not a
+# silent NaN (the reason is given).
+INF_IS_AN_ANSWER = {
+    "attnbook.core.kernel_regression.gaussian_scores": (
+        "-(x - x_i)^2 / (2 sigma^2) below the dtype's range is -inf, a weight"
+        " of exactly 0 (nadaraya_watson relies on it)"
+    ),
+}
+
+
 def _is_public(name: str) -> bool:
     return not name.startswith("_")
 
@@ -705,7 +715,7 @@ fn(
 )
 
 # nn
-fn("nn.decoder.causal_mask", n_q=4)
+fn("core.masking.causal_mask", n_q=4)
 DEC = ("nn.decoder.TransformerDecoderBlock", 8, 2, 16)
 fn(
     "nn.decoder.TransformerDecoderBlock",
@@ -837,15 +847,6 @@ method(
     layer=lambda: torch.nn.TransformerEncoderLayer(
         8, 2, 16, 0.0, batch_first=True
     ),
-)
-fn(
-    "nn.encoder.check_torch_layer",
-    block=_cls(*ENC),
-    layer=lambda: torch.nn.TransformerEncoderLayer(
-        8, 2, 16, 0.0, batch_first=True
-    ),
-    expected_type=torch.nn.TransformerEncoderLayer,
-    norm_names=("norm1", "norm2"),
 )
 ENCODER_SIZES = dict(
     vocab_size=10,
@@ -1887,6 +1888,7 @@ def run_call(task: dict) -> dict:
     inputs_finite = not (variant in NONFINITE_VARIANTS or variant == "10**400")
     new_nan = nan and not task.get("valid_nan")
     new_inf = inf and not task.get("valid_inf")
+    new_inf = new_inf and task["target"] not in INF_IS_AN_ANSWER
     if arg is not None and inputs_finite and (new_nan or new_inf):
         result["outcome"] = "silent_nan"
     else:

@@ -63,7 +63,7 @@ def attention_weights(
     keep, broadcastable to the scores (..., n_q, n_k). Returns the weights
     (..., n_q, n_k) in the dtype of the queries.
     """
-    _check_inputs(queries, keys, None, mask, score)
+    _check_inputs(queries, keys, _NO_VALUES, mask, score)
     return _attention_weights(queries, keys, score, mask).to(queries.dtype)
 
 
@@ -120,17 +120,20 @@ def hard_attention(
 # ---------------------------------------------------------------------------
 
 
-def _check_inputs(queries, keys, values=None, mask=None, score=None) -> None:
+_NO_VALUES = object()  # attention_weights: no values to check
+
+
+def _check_inputs(queries, keys, values, mask, score) -> None:
     """Clear errors for bad inputs, before any large tensor is allocated.
 
-    values=None checks queries and keys only (``attention_weights``).
+    values=_NO_VALUES checks queries and keys only (``attention_weights``).
     """
-    if score is not None and not callable(score):
+    if not callable(score):
         raise TypeError(
             "score must be a function (queries, keys) -> scores, e.g. "
             f"attnbook.scaled_dot_score, got {type(score).__name__}"
         )
-    if values is None:
+    if values is _NO_VALUES:
         require_sequences(queries=queries, keys=keys)
         require_same_dtype(queries=queries, keys=keys)
     else:

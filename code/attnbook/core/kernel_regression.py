@@ -23,7 +23,8 @@ def gaussian_scores(
 ) -> torch.Tensor:
     """Gaussian-kernel scores ``-(x - x_i)^2 / (2 sigma^2)``.
 
-    query_x: (n_q,), key_x: (n_k,). Returns scores: (n_q, n_k).
+    query_x: (n_q,), key_x: (n_k,). Returns scores: (n_q, n_k); a score
+    below the dtype's range is -inf (a weight of exactly 0).
     """
     require_float("query_x", query_x)
     require_float("key_x", key_x)

@@ -11,12 +11,14 @@ import torch
 from torch import nn
 
 from .._checks import (
+    require_finite_number,
     require_float,
     require_int,
     require_matrix_fits,
     require_positive,
     require_probability,
     require_same_size,
+    require_weights_fit,
     restores_rng_on_error,
 )
 
@@ -83,8 +85,7 @@ def position_shift_matrix(
     require_matrix_fits("the matrix", (dim, dim), torch.float64, hint=_SMALLER)
     if isinstance(delta, bool) or not isinstance(delta, (int, float)):
         raise TypeError(f"delta must be a number, got {type(delta).__name__}")
-    if delta != delta or abs(delta) == float("inf"):
-        raise ValueError(f"delta must be a finite number, got {delta}")
+    require_finite_number("delta", delta)
     angle = delta * pair_frequencies(dim, base)
     cos, sin = torch.cos(angle), torch.sin(angle)
     matrix = torch.zeros(dim, dim, dtype=torch.float64)
@@ -96,14 +97,15 @@ def position_shift_matrix(
     return matrix.float()
 
 
-def _check_sequence(x: torch.Tensor, dim: int, max_len: int) -> None:
+def _check_sequence(x, dim: int, max_len: int, seq_dim: int = -2) -> None:
+    """x: float (..., n, dim), n <= max_len (n = x.shape[seq_dim])."""
     require_float("x", x)
     if x.dim() < 2:
         raise ValueError(f"x needs shape (..., n, dim), got {tuple(x.shape)}")
     require_same_size("feature size", "x", x.shape[-1], "dim", dim)
-    if x.shape[-2] > max_len:
+    if x.shape[seq_dim] > max_len:
         raise ValueError(
-            f"sequence length {x.shape[-2]} exceeds max_len {max_len}"
+            f"sequence length {x.shape[seq_dim]} exceeds max_len {max_len}"
         )
 
 
@@ -143,6 +145,7 @@ class LearnedPositionalEmbedding(nn.Module):
         super().__init__()
         require_int("max_len", max_len)
         require_int("dim", dim)
+        require_weights_fit("LearnedPositionalEmbedding", (max_len, dim))
         self.dim, self.max_len = dim, max_len
         self.embedding = nn.Embedding(max_len, dim)
         nn.init.normal_(self.embedding.weight, std=0.02)
@@ -172,6 +175,9 @@ def source_002_encoding(num_positions: int, dim: int) -> torch.Tensor:
     """
     require_int("num_positions", num_positions, minimum=0)
     require_int("dim", dim)
+    require_matrix_fits(
+        "the encoding", (num_positions, dim), torch.float32, hint=_SMALLER
+    )
     pos = torch.arange(num_positions, dtype=torch.float32)[:, None]
     sine_factor = torch.pow(
         torch.tensor(10000.0), torch.arange(0, dim, 2).float() / dim
@@ -198,6 +204,7 @@ class Source002PositionalEncoding(nn.Module):
     @restores_rng_on_error
     def __init__(self, dim: int, dropout: float = 0.1, max_len: int = 512):
         super().__init__()
+        require_probability("dropout", dropout)
         self.dropout = nn.Dropout(
             dropout
         )  # declared, never called: the source's dead line
@@ -206,4 +213,7 @@ class Source002PositionalEncoding(nn.Module):
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _check_sequence(
+            x, self.encoding.shape[-1], len(self.encoding), seq_dim=0
+        )
         return x + self.encoding[: x.shape[0], :]

@@ -15,7 +15,11 @@ import math
 
 import torch
 
-from .._checks import require_float, require_generator
+from .._checks import (
+    is_finite_number,
+    require_float,
+    require_generator,
+)
 
 
 def check_sampling(temperature, top_k, top_p) -> None:
@@ -26,7 +30,7 @@ def check_sampling(temperature, top_k, top_p) -> None:
         temperature, (int, float)
     ):
         raise TypeError(f"temperature must be a number, got {temperature!r}")
-    if not 0 <= temperature < math.inf:
+    if not is_finite_number(temperature) or temperature < 0:
         raise ValueError(
             f"temperature must be a finite number >= 0, got {temperature!r}"
         )
@@ -38,13 +42,40 @@ def check_sampling(temperature, top_k, top_p) -> None:
     if top_p is not None:
         if isinstance(top_p, bool) or not isinstance(top_p, (int, float)):
             raise TypeError(f"top_p must be None or a number, got {top_p!r}")
-        if not 0 < top_p <= 1:
+        if not is_finite_number(top_p) or not 0 < top_p <= 1:
             raise ValueError(f"top_p must be in (0, 1], got {top_p!r}")
+
+
+def _required(name: str, value):
+    if value is None:
+        raise TypeError(f"{name} must be given (not None) to the filter")
+    return value
+
+
+def _check_logits(logits, dims: int | None = None) -> None:
+    """Float logits (..., V) with V >= 1 (shape (B, V) if dims == 2)."""
+    require_float("logits", logits)
+    if (
+        logits.dim() < 1
+        or logits.shape[-1] == 0
+        or dims
+        not in (
+            None,
+            logits.dim(),
+        )
+    ):
+        wanted = "(B, V)" if dims == 2 else "(..., V)"
+        raise ValueError(
+            f"logits must have shape {wanted} with V >= 1, got "
+            f"{tuple(logits.shape)}"
+        )
 
 
 def top_k_filter(logits: torch.Tensor, k: int) -> torch.Tensor:
     """logits (..., V) with all but the k largest of each row set to -inf
     (k >= V keeps every token). Ties at the k-th value are all kept."""
+    _check_logits(logits)
+    check_sampling(1.0, _required("top_k", k), None)
     k = min(k, logits.shape[-1])
     kth = logits.topk(k, dim=-1).values[..., -1:]  # (..., 1)
     return logits.masked_fill(logits < kth, -math.inf)
@@ -53,9 +84,13 @@ def top_k_filter(logits: torch.Tensor, k: int) -> torch.Tensor:
 def top_p_filter(logits: torch.Tensor, p: float) -> torch.Tensor:
     """logits (..., V) with every token outside the nucleus set to -inf: the
     smallest set of most likely tokens whose probability reaches p."""
+    _check_logits(logits)
+    check_sampling(1.0, None, _required("top_p", p))
     probs, order = logits.softmax(dim=-1).sort(dim=-1, descending=True)
     mass_before = probs.cumsum(dim=-1) - probs  # mass of the tokens ahead
     drop_sorted = mass_before >= p  # the set already reached p without it
+    drop_sorted[..., 0] = False  # the most likely token stays (p may round
+    # to 0 in the logits' dtype)
     drop = drop_sorted.scatter(-1, order, drop_sorted)  # back to token order
     return logits.masked_fill(drop, -math.inf)
 
@@ -69,7 +104,7 @@ def next_token_distribution(
     Hugging Face's and nanoGPT's samplers). temperature = 0 is greedy: all
     mass on the argmax (the first one on a tie).
     """
-    require_float("logits", logits)
+    _check_logits(logits)
     check_sampling(temperature, top_k, top_p)
     if temperature == 0:
         best = logits.argmax(dim=-1, keepdim=True)
@@ -101,11 +136,7 @@ def sample_next_token(
     ``torch.Generator``, required: sampling never touches torch's global
     random state).
     """
-    require_float("logits", logits)
-    if logits.dim() != 2:
-        raise ValueError(
-            f"logits must have shape (B, V), got {tuple(logits.shape)}"
-        )
+    _check_logits(logits, dims=2)
     check_sampling(temperature, top_k, top_p)
     if temperature == 0:
         return logits.argmax(dim=-1)

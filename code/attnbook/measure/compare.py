@@ -10,7 +10,11 @@ and never the noise itself.
 
 import torch
 
-from .._checks import require_positive
+from .._checks import (
+    require_positive,
+    require_same_device,
+    require_tensor,
+)
 
 
 def agreement(actual, expected, tol: float) -> str:
@@ -27,6 +31,8 @@ def agreement(actual, expected, tol: float) -> str:
         _as_tensor("actual", actual),
         _as_tensor("expected", expected),
     )
+    if expected.dim() and actual.dim():  # 0-d tensors go to any device
+        require_same_device(actual=actual, expected=expected)
     if expected.dim() and actual.shape != expected.shape:
         raise ValueError(
             f"actual {tuple(actual.shape)} and expected "
@@ -43,6 +49,7 @@ def agreement(actual, expected, tol: float) -> str:
 
 def _as_tensor(name: str, value) -> torch.Tensor:
     if isinstance(value, torch.Tensor):
+        require_tensor(name, value)
         if value.is_complex() or value.dtype == torch.bool:
             raise TypeError(
                 f"{name} must hold real numbers, got dtype {value.dtype}"

@@ -50,7 +50,7 @@ from .encoder import (
     PositionWiseFFN,
     TransformerEncoder,
     _blocks_weights,
-    check_torch_layer,
+    _check_torch_layer,
 )
 from .multihead import MultiHeadAttention, merge_heads, split_heads
 
@@ -264,6 +264,10 @@ class TransformerDecoderBlock(nn.Module):
         require_int("embed_dim", embed_dim)
         require_int("num_heads", num_heads)
         require_int("ffn_hidden", ffn_hidden)
+        require_weights_fit(
+            "TransformerDecoderBlock",
+            _blocks_weights(1, embed_dim, 2 * ffn_hidden),
+        )
         dropout = _require_dropout(dropout)
         self.self_attn = MultiHeadAttention(embed_dim, num_heads)
         self.dropout1 = nn.Dropout(dropout)
@@ -392,7 +396,7 @@ class TransformerDecoderBlock(nn.Module):
     ) -> "TransformerDecoderBlock":
         """Copy the parameters of a post-norm, ReLU
         ``torch.nn.TransformerDecoderLayer`` of the same sizes."""
-        norms = check_torch_layer(
+        norms = _check_torch_layer(
             self,
             layer,
             nn.TransformerDecoderLayer,
@@ -428,6 +432,7 @@ class TransformerDecoder(nn.Module):
     ):
         super().__init__()
         require_int("num_layers", num_layers)
+        require_int("ffn_hidden", ffn_hidden)
         require_weights_fit(
             "TransformerDecoder",
             _blocks_weights(
@@ -539,6 +544,10 @@ class EncoderDecoderTransformer(nn.Module):
         _require_dropout(dropout)
         for name, value in (("bos", bos), ("eos", eos)):
             require_int(name, value, minimum=0)
+        require_weights_fit(
+            "EncoderDecoderTransformer's target side",
+            (2 * tgt_vocab_size + max_tgt_len + 1, embed_dim),
+        )
         self.encoder = TransformerEncoder(
             src_vocab_size,
             embed_dim,

@@ -76,6 +76,7 @@ class LayerNorm(nn.Module):
         super().__init__()
         self.dim = require_int("dim", dim)
         self.eps = require_positive("eps", eps)
+        require_weights_fit("LayerNorm", (2, dim))
         if float(torch.tensor(eps, dtype=torch.float32)) == 0:
             raise ValueError(
                 f"eps={eps:g} rounds to 0 in float32: a constant token would "
@@ -110,10 +111,12 @@ class PositionWiseFFN(nn.Module):
     @restores_rng_on_error
     def __init__(self, embed_dim: int, ffn_dim: int, dropout: float = 0.0):
         super().__init__()
-        self.linear1 = nn.Linear(
-            require_int("embed_dim", embed_dim),
-            require_int("ffn_dim", ffn_dim),
+        require_int("embed_dim", embed_dim)
+        require_int("ffn_dim", ffn_dim)
+        require_weights_fit(
+            "PositionWiseFFN", (2 * ffn_dim + 1, embed_dim + 1)
         )
+        self.linear1 = nn.Linear(embed_dim, ffn_dim)
         self.dropout = nn.Dropout(_require_dropout(dropout))
         self.linear2 = nn.Linear(ffn_dim, embed_dim)
 
@@ -155,6 +158,10 @@ class TransformerEncoderBlock(nn.Module):
         super().__init__()
         require_int("embed_dim", embed_dim)
         require_int("num_heads", num_heads)
+        require_weights_fit(
+            "TransformerEncoderBlock",
+            _blocks_weights(1, embed_dim, require_int("ffn_dim", ffn_dim)),
+        )
         self.self_attn = MultiHeadAttention(embed_dim, num_heads)
         self.dropout1 = nn.Dropout(_require_dropout(dropout))
         self.norm1 = LayerNorm(embed_dim)
@@ -207,7 +214,7 @@ class TransformerEncoderBlock(nn.Module):
     ) -> "TransformerEncoderBlock":
         """Copy the parameters of a post-norm, ReLU
         ``torch.nn.TransformerEncoderLayer`` of the same sizes."""
-        norms = check_torch_layer(
+        norms = _check_torch_layer(
             self, layer, nn.TransformerEncoderLayer, ("norm1", "norm2")
         )
         for norm, theirs_norm in norms:
@@ -218,7 +225,7 @@ class TransformerEncoderBlock(nn.Module):
         return self
 
 
-def check_torch_layer(block, layer, expected_type, norm_names) -> list:
+def _check_torch_layer(block, layer, expected_type, norm_names) -> list:
     """Checks shared by the blocks' ``load_torch_weights``: that ``layer``
     is an ``expected_type`` (a PyTorch encoder or decoder layer) that is
     post-norm, ReLU, with biases, of the block's sizes and LayerNorm eps

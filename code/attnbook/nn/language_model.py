@@ -25,7 +25,12 @@ from torch import nn
 
 from .._checks import (
     require_generator,
+    require_ids,
     require_int,
+    require_int_in,
+    require_matrix_fits,
+    require_same_dtype,
+    require_sequences,
     require_tensor,
     require_weights_fit,
     restores_rng_on_error,
@@ -37,6 +42,8 @@ from ..core.scoring import scaled_dot_score
 from .encoder import LayerNorm, PositionWiseFFN, _blocks_weights
 from .multihead import MultiHeadAttention, merge_heads, split_heads
 
+_FEWER = "use fewer layers or"
+
 
 class KVCache:
     """The keys and values each layer has seen: per layer two tensors
@@ -44,7 +51,11 @@ class KVCache:
     the number of positions cached."""
 
     def __init__(self, num_layers: int):
-        self.keys = [None] * require_int("num_layers", num_layers)
+        require_int("num_layers", num_layers)
+        require_matrix_fits(
+            "KVCache's lists of layers", (2, num_layers), torch.int64, _FEWER
+        )
+        self.keys = [None] * num_layers
         self.values = [None] * num_layers
 
     def __len__(self) -> int:
@@ -53,11 +64,39 @@ class KVCache:
     def append(self, layer: int, keys, values) -> tuple:
         """Add keys, values (B, h, n_new, d) to ``layer``'s cache; returns
         all of its keys and values (B, h, n + n_new, d)."""
+        self._check(layer, keys, values)
         if self.keys[layer] is not None:
             keys = torch.cat([self.keys[layer], keys], dim=-2)
             values = torch.cat([self.values[layer], values], dim=-2)
         self.keys[layer], self.values[layer] = keys, values
         return keys, values
+
+    def _check(self, layer, keys, values) -> None:
+        """layer in range; keys and values (B, h, n_new, d) of one dtype,
+        device and shape that continue the layer's cached ones."""
+        require_int_in("layer", layer, 0, len(self.keys) - 1)
+        require_sequences(keys=keys, values=values)
+        require_same_dtype(keys=keys, values=values)
+        if keys.dim() != 4 or keys.shape[:-1] != values.shape[:-1]:
+            raise ValueError(
+                "keys and values must have shapes (B, h, n_new, d) with one "
+                f"B, h, n_new, got {tuple(keys.shape)} and "
+                f"{tuple(values.shape)}"
+            )
+        for name, new, old in (
+            ("keys", keys, self.keys[layer]),
+            ("values", values, self.values[layer]),
+        ):
+            if old is not None and (
+                new.shape[:2] + new.shape[3:] != old.shape[:2] + old.shape[3:]
+                or new.dtype != old.dtype
+                or new.device != old.device
+            ):
+                raise ValueError(
+                    f"{name} {tuple(new.shape)} ({new.dtype}, {new.device}) "
+                    f"cannot join layer {layer}'s cached {tuple(old.shape)} "
+                    f"({old.dtype}, {old.device})"
+                )
 
     def nbytes(self) -> int:
         """The bytes the cached tensors hold."""
@@ -66,6 +105,15 @@ class KVCache:
             for t in self.keys + self.values
             if t is not None
         )
+
+
+def _require_cache(cache) -> KVCache:
+    if not isinstance(cache, KVCache):
+        raise TypeError(
+            f"cache must be a KVCache (model.new_cache()), got "
+            f"{type(cache).__name__}"
+        )
+    return cache
 
 
 class DecoderOnlyBlock(nn.Module):
@@ -94,6 +142,7 @@ class DecoderOnlyBlock(nn.Module):
         """x (B, n_new, E): the new positions only. Their keys and values
         join ``cache``; their queries attend to all n_k cached keys under the
         bottom-right causal mask (n_new, n_k)."""
+        _require_cache(cache)
         mha = self.self_attn
         h = self.norm1(x)
         q, k, v = (split_heads(t, mha.num_heads) for t in mha.project(h, h, h))
@@ -159,6 +208,7 @@ class DecoderOnlyTransformer(nn.Module):
         """Logits (B, n, vocab_size). With a ``cache``, ``tokens`` are the
         next n positions after the len(cache) cached ones, and the cache
         grows by n (n > 1: a prefill)."""
+        self._check_cache(cache)
         if cache is None:
             x = self.embed(tokens)
             for block in self.blocks:
@@ -175,6 +225,7 @@ class DecoderOnlyTransformer(nn.Module):
     def loss(self, inputs: torch.Tensor, targets: torch.Tensor):
         """Mean cross-entropy in nats of predicting targets (B, n) from
         inputs (B, n)."""
+        self._check_targets(inputs, targets)
         logits = self(inputs)
         return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
 
@@ -208,6 +259,12 @@ class DecoderOnlyTransformer(nn.Module):
         self._check_tokens(tokens, 0, crop=True)
         if tokens.shape[1] == 0:
             raise ValueError("tokens must hold at least one token per row")
+        require_matrix_fits(
+            "the generated tokens",
+            (tokens.shape[0], tokens.shape[1] + max_new_tokens),
+            tokens.dtype,
+            hint="generate fewer tokens or",
+        )
         cache = self.new_cache() if use_cache else None
         for _ in range(max_new_tokens):
             logits = self._last_logits(tokens, cache)
@@ -228,7 +285,34 @@ class DecoderOnlyTransformer(nn.Module):
             return self(tokens[:, -self.context_len :])[:, -1]
         return self(tokens[:, len(cache) :], cache)[:, -1]
 
+    def _check_cache(self, cache) -> None:
+        if cache is not None and len(_require_cache(cache).keys) != len(
+            self.blocks
+        ):
+            raise ValueError(
+                f"cache has {len(cache.keys)} layers, the model "
+                f"{len(self.blocks)}: use model.new_cache()"
+            )
+
+    def _check_targets(self, inputs, targets) -> None:
+        """inputs valid tokens (B, n), n >= 1; targets ids of their shape."""
+        self._check_tokens(inputs, 0)
+        if inputs.numel() == 0:
+            raise ValueError(
+                f"inputs of shape {tuple(inputs.shape)} hold no token: the "
+                "mean loss over nothing is undefined"
+            )
+        require_ids("targets", targets, self.vocab_size)
+        if targets.shape != inputs.shape:
+            raise ValueError(
+                f"targets must have the shape of inputs "
+                f"{tuple(inputs.shape)}, got {tuple(targets.shape)}"
+            )
+        if targets.dtype != torch.int64:
+            raise TypeError(f"targets must be int64, got {targets.dtype}")
+
     def _check_tokens(self, tokens, start: int, crop: bool = False) -> None:
+        require_int("start", start, minimum=0)
         require_tensor("tokens", tokens)
         if tokens.dtype != torch.int64:
             raise TypeError(f"tokens must be int64, got {tokens.dtype}")

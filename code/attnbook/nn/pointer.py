@@ -25,6 +25,7 @@ from .._checks import (
     require_float,
     require_int,
     require_module_dtype,
+    require_shape,
     require_tensor,
     require_weights_fit,
     restores_rng_on_error,
@@ -53,35 +54,73 @@ def _check_values(x) -> torch.Tensor:
     return x
 
 
-def _check_permutations(x: torch.Tensor, target) -> torch.Tensor:
-    """target must be a (B, n) integer tensor whose rows are permutations of
-    0..n-1."""
+def _check_permutations(x, target) -> torch.Tensor:
+    """target must be a (B, n) integer tensor (of the shape of x, if x is
+    given) whose rows are permutations of 0..n-1."""
     require_tensor("target", target)
-    if target.shape != x.shape:
+    if target.dim() != 2 or (x is not None and target.shape != x.shape):
+        wanted = "(B, n)" if x is None else f"the shape of x {tuple(x.shape)}"
         raise ValueError(
-            f"target must have the shape of x {tuple(x.shape)}, got "
-            f"{tuple(target.shape)}"
+            f"target must have {wanted}, got {tuple(target.shape)}"
         )
     if target.dtype != torch.int64:
         raise TypeError(
             f"target must hold int64 positions, got dtype {target.dtype}"
         )
-    expected = torch.arange(x.shape[1], device=target.device).expand_as(target)
+    n = target.shape[1]
+    expected = torch.arange(n, device=target.device).expand_as(target)
     if not torch.equal(target.sort(dim=1).values, expected):
         raise ValueError(
-            f"every row of target must be a permutation of 0..{x.shape[1] - 1}"
+            f"every row of target must be a permutation of 0..{n - 1}"
         )
     return target
 
 
-def _check_inputs(module, x, target=None) -> torch.Tensor:
+_NO_TARGET = object()  # decode: no target to check
+
+
+def _check_inputs(module, x, target=_NO_TARGET) -> torch.Tensor:
     """x: finite (B, n) floats in the module's dtype; target, when given,
     (B, n) permutations of 0..n-1. Returns x."""
     _check_values(x)
     require_module_dtype(module, x=x)
-    if target is not None:
+    if target is not _NO_TARGET:
         _check_permutations(x, target)
     return x
+
+
+def _check_step(module, fed, state, encoder_states, available) -> None:
+    """The arguments of ``pointer_step``: fed (B, 1, H), state (h, c) each
+    (1, B, H), encoder_states (B, n, H) in the module's dtype; available
+    (B, n) boolean with at least one True per row."""
+    hidden = module.hidden_dim
+    require_float("encoder_states", encoder_states)
+    batch, n = require_shape(
+        "encoder_states", encoder_states, (None, None, hidden)
+    ).shape[:2]
+    require_float("fed", fed)
+    require_shape("fed", fed, (batch, 1, hidden))
+    if not isinstance(state, (tuple, list)) or len(state) != 2:
+        raise TypeError(
+            "state must be the decoder LSTM's pair (h, c), got "
+            f"{type(state).__name__} {str(state):.60}"
+        )
+    for name, tensor in zip(("state[0]", "state[1]"), state):
+        require_float(name, tensor)
+        require_shape(name, tensor, (1, batch, hidden))
+    require_module_dtype(
+        module,
+        fed=fed,
+        encoder_states=encoder_states,
+        **{"state[0]": state[0], "state[1]": state[1]},
+    )
+    require_shape("available", available, (batch, n))
+    if available.dtype != torch.bool:
+        raise TypeError(
+            f"available must be a boolean tensor, got dtype {available.dtype}"
+        )
+    if n and not available.any(-1).all():
+        raise ValueError("available must keep at least one position per row")
 
 
 def not_chosen_mask(target: torch.Tensor) -> torch.Tensor:
@@ -91,6 +130,7 @@ def not_chosen_mask(target: torch.Tensor) -> torch.Tensor:
     step t (0-based). Returns mask (B, n, n): ``mask[b, t, j]`` is True iff
     position j was not chosen at steps 0..t-1 (j is in ``target[b, t:]``).
     """
+    _check_permutations(None, target)
     batch, n = target.shape
     steps = torch.arange(n, device=target.device).expand(batch, n)
     # step_of[b, j]: the step that chooses position j (inverse permutation)
@@ -131,6 +171,7 @@ class PointerNetwork(nn.Module):
     def encode(self, x: torch.Tensor):
         """Run the encoder. x: (B, n). Returns (states (B, n, H), final (h,
         c), each (1, B, H))."""
+        _check_inputs(self, x)
         states, final = self.encoder(self.embed(x.unsqueeze(-1)))
         return states, final
 
@@ -189,6 +230,7 @@ class PointerNetwork(nn.Module):
         state: the decoder LSTM's (h, c); available: (B, n), True = not chosen
         yet. Returns (choice (B,), weights (B, 1, n), the new state).
         """
+        _check_step(self, fed, state, encoder_states, available)
         decoder_state, state = self.decoder(fed, state)  # (B, 1, H)
         scores = self.pointer_scores(decoder_state, encoder_states)
         weights = masked_softmax(scores, available.unsqueeze(1))

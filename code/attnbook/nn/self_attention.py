@@ -15,10 +15,12 @@ import torch
 from torch import nn
 
 from .._checks import (
+    require_bool_mask,
     require_float,
     require_int,
     require_module_dtype,
     require_same_size,
+    require_weights_fit,
     restores_rng_on_error,
 )
 from ..core.attention import attention
@@ -53,6 +55,9 @@ class SelfAttention(nn.Module):
         self.value_dim = require_int(
             "value_dim", embed_dim if value_dim is None else value_dim
         )
+        require_weights_fit(
+            "SelfAttention", (2 * self.key_dim + self.value_dim, embed_dim)
+        )
         self.query_proj = nn.Linear(self.embed_dim, self.key_dim, bias=False)
         self.key_proj = nn.Linear(self.embed_dim, self.key_dim, bias=False)
         self.value_proj = nn.Linear(self.embed_dim, self.value_dim, bias=False)
@@ -62,6 +67,7 @@ class SelfAttention(nn.Module):
     def project(self, x: torch.Tensor):
         """Queries (..., n, key_dim), keys (..., n, key_dim), values (...,
         n, value_dim) of x (..., n, embed_dim)."""
+        self._check(x)
         return self.query_proj(x), self.key_proj(x), self.value_proj(x)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None):
@@ -73,6 +79,17 @@ class SelfAttention(nn.Module):
         Returns (output (..., n, value_dim), weights (..., n, n)); each row of
         the weights sums to 1, or is all zeros if the mask removes every key.
         """
+        self._check(x, mask)
+        if mask is not None:  # garbage in tokens no query keeps: no gradient
+            x = _zero_unused(x, mask.any(-2) if mask.dim() >= 2 else mask)
+        queries, keys, values = self.project(x)
+        return attention(
+            queries, keys, values, score=scaled_dot_score, mask=mask
+        )
+
+    def _check(self, x, mask=None) -> None:
+        """x: (..., n, embed_dim) in the module's dtype; mask, if given,
+        boolean and broadcastable to the weights (..., n, n)."""
         require_float("x", x)
         if x.dim() < 2:
             raise ValueError(
@@ -82,12 +99,9 @@ class SelfAttention(nn.Module):
             "feature size", "x", x.shape[-1], "embed_dim", self.embed_dim
         )
         require_module_dtype(self, x=x)
-        if mask is not None:  # garbage in tokens no query keeps: no gradient
-            x = _zero_unused(x, mask.any(-2) if mask.dim() >= 2 else mask)
-        queries, keys, values = self.project(x)
-        return attention(
-            queries, keys, values, score=scaled_dot_score, mask=mask
-        )
+        if mask is not None:
+            n = x.shape[-2]
+            require_bool_mask(mask, torch.Size((*x.shape[:-2], n, n)))
 
     def extra_repr(self) -> str:
         return (

@@ -1,0 +1,559 @@
+"""Issue 21, the rest of the probe (tests/tools/probe.py): every hostile call
+of the core API that used to fail deep in torch, allocate absurdly, return
+NaN or hang now raises a clear error naming the argument, before anything
+the caller owns changes (its tensors, a cache, torch's global RNG)."""
+
+import copy
+
+import pytest
+import torch
+
+import attnbook
+from attnbook import _checks
+from attnbook.core.attention import (
+    attention,
+    attention_weights,
+    hard_attention,
+)
+from attnbook.core.positional import (
+    LearnedPositionalEmbedding,
+    Source002PositionalEncoding,
+    position_shift_matrix,
+    source_002_encoding,
+)
+from attnbook.core.sampling import (
+    next_token_distribution,
+    sample_next_token,
+    top_k_filter,
+    top_p_filter,
+)
+from attnbook.measure.compare import agreement
+from attnbook.nn.decoder import (
+    EncoderDecoderTransformer,
+    TransformerDecoder,
+    TransformerDecoderBlock,
+)
+from attnbook.nn.encoder import (
+    LayerNorm,
+    PositionWiseFFN,
+    TransformerEncoderBlock,
+    padding_mask,
+)
+from attnbook.nn.language_model import DecoderOnlyTransformer, KVCache
+from attnbook.nn.pointer import PointerNetwork, not_chosen_mask
+from attnbook.nn.self_attention import SelfAttention
+
+
+def refused(call, error, match, *owned):
+    """``call()`` raises ``error`` matching ``match``; the tensors (or
+    objects) in ``owned`` and torch's global RNG are as they were."""
+    before = [copy.deepcopy(o) for o in owned]
+    rng = torch.get_rng_state()
+    with pytest.raises(error, match=match):
+        call()
+    assert torch.equal(torch.get_rng_state(), rng)
+    for old, new in zip(before, owned):
+        _assert_same(old, new)
+
+
+def _assert_same(old, new):
+    if isinstance(old, torch.Tensor):
+        assert old.shape == new.shape and torch.equal(old, new)
+    elif isinstance(old, KVCache):
+        assert len(old.keys) == len(new.keys)
+        for a, b in zip(old.keys + old.values, new.keys + new.values):
+            assert (a is None and b is None) or torch.equal(a, b)
+    elif isinstance(old, (list, tuple)):
+        for a, b in zip(old, new):
+            _assert_same(a, b)
+
+
+def wide(t: torch.Tensor, rows: int = 10**9) -> torch.Tensor:
+    """A stride-0 view with ``rows`` rows (the probe's hostile view)."""
+    return t[:1].expand(rows, *t.shape[1:])
+
+
+# -- the shared checks ---------------------------------------------------
+
+
+def test_a_broadcast_view_beyond_the_limit_is_refused_by_require_tensor():
+    x = wide(torch.randn(2, 8))  # 32 GB if copied, 32 bytes held
+    with pytest.raises(ValueError, match="x, a broadcast view"):
+        _checks.require_tensor("x", x)
+
+
+def test_a_real_tensor_beyond_the_limit_is_not_a_view_and_passes():
+    x = torch.zeros(64, 4)  # 1,024 bytes, all held
+    previous = attnbook.set_matrix_memory_limit(1000)
+    try:
+        assert _checks.require_tensor("x", x) is x
+        with pytest.raises(ValueError, match="x, a broadcast view"):
+            _checks.require_tensor("x", x[:1].expand(1000, 4))
+    finally:
+        attnbook.set_matrix_memory_limit(previous)
+
+
+@pytest.mark.parametrize("value", [10**400, -(10**400)])
+def test_an_int_beyond_every_float_is_not_a_finite_number(value):
+    assert not _checks.is_finite_number(value)
+    with pytest.raises(ValueError, match="delta must be a finite number"):
+        _checks.require_finite_number("delta", value)
+
+
+def test_require_shape_names_both_shapes():
+    with pytest.raises(ValueError, match=r"fed must have shape \(2, 1, n\)"):
+        _checks.require_shape("fed", torch.zeros(2, 3, 4), (2, 1, None))
+
+
+# -- core.attention ------------------------------------------------------
+
+
+def qkv():
+    g = torch.Generator().manual_seed(0)
+    return (
+        torch.randn(2, 3, 4, generator=g),
+        torch.randn(2, 5, 4, generator=g),
+        torch.randn(2, 5, 6, generator=g),
+    )
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda q, k, v: attention(q, k, v, score=None),
+        lambda q, k, v: attention_weights(q, k, score=None),
+        lambda q, k, v: hard_attention(q, k, v, score=None),
+    ],
+    ids=["attention", "attention_weights", "hard_attention"],
+)
+def test_score_none_is_refused(call):
+    q, k, v = qkv()
+    refused(lambda: call(q, k, v), TypeError, "score must be a function", q)
+
+
+@pytest.mark.parametrize("function", [attention, hard_attention])
+def test_values_none_is_refused(function):
+    q, k, _ = qkv()
+    refused(lambda: function(q, k, None), TypeError, "values", q, k)
+
+
+# -- core.positional and core.kernel_regression ---------------------------
+
+
+def test_position_shift_matrix_refuses_a_delta_beyond_every_float():
+    refused(lambda: position_shift_matrix(10**400, 8), ValueError, "delta", 0)
+
+
+@pytest.mark.parametrize("sizes", [(10**12, 8), (8, 10**12)])
+def test_learned_positions_too_large_are_refused_before_drawing(sizes):
+    refused(
+        lambda: LearnedPositionalEmbedding(*sizes),
+        ValueError,
+        "the weights of LearnedPositionalEmbedding",
+    )
+
+
+def test_source_002_encoding_too_large_is_refused():
+    with pytest.raises(ValueError, match=r"the encoding of shape"):
+        source_002_encoding(10**12, 8)
+
+
+@pytest.mark.parametrize("dropout", [-1.0, None, float("inf")])
+def test_source_002_module_refuses_a_bad_dropout(dropout):
+    refused(
+        lambda: Source002PositionalEncoding(8, dropout=dropout),
+        ValueError,
+        "dropout",
+    )
+
+
+@pytest.mark.parametrize(
+    "x", [None, torch.randn(80), torch.randn(10, 2, 0)], ids=str
+)
+def test_source_002_forward_refuses_what_it_cannot_add(x):
+    module = Source002PositionalEncoding(8)
+    with pytest.raises((TypeError, ValueError), match="x"):
+        module(x)
+
+
+def test_gaussian_scores_below_the_range_are_minus_inf_not_nan():
+    scores = attnbook.gaussian_scores(
+        torch.tensor([0.0, 1.0]), torch.tensor([0.0, 1.0]), 1e-320
+    )
+    assert not scores.isnan().any()
+    assert torch.equal(scores.diagonal(), torch.zeros(2))
+    assert (scores[0, 1] == -torch.inf).item()
+
+
+# -- core.sampling -------------------------------------------------------
+
+
+def logits():
+    return torch.randn(2, 6, generator=torch.Generator().manual_seed(0))
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        (dict(logits=torch.tensor(1.0)), ValueError, "logits must have"),
+        (dict(logits=torch.zeros(2, 0)), ValueError, "V >= 1"),
+        (dict(temperature=10**400), ValueError, "temperature"),
+        (dict(top_p=10**400), ValueError, "top_p"),
+    ],
+)
+def test_next_token_distribution_refuses(kwargs, error, match):
+    kwargs = {"logits": logits(), **kwargs}
+    owned = kwargs["logits"]
+    refused(lambda: next_token_distribution(**kwargs), error, match, owned)
+
+
+def test_a_logits_view_beyond_the_limit_is_refused():
+    view = wide(logits())
+    for call in (
+        lambda: next_token_distribution(view),
+        lambda: sample_next_token(view, generator=torch.Generator()),
+        lambda: top_k_filter(view, 2),
+        lambda: top_p_filter(view, 0.5),
+    ):
+        refused(call, ValueError, "logits, a broadcast view")
+
+
+@pytest.mark.parametrize("p", [1e-320, 1e-60, 1e-10])
+def test_a_top_p_below_the_dtype_keeps_the_most_likely_token(p):
+    x = logits()
+    probs = next_token_distribution(x, top_p=p)
+    assert not probs.isnan().any()
+    expected = torch.zeros_like(x).scatter(-1, x.argmax(-1, True), 1.0)
+    assert torch.equal(probs, expected)
+    g = torch.Generator().manual_seed(0)
+    assert torch.equal(
+        sample_next_token(x, top_p=p, generator=g), x.argmax(-1)
+    )
+
+
+def test_sample_next_token_refuses_an_empty_vocabulary():
+    refused(
+        lambda: sample_next_token(
+            torch.zeros(2, 0), generator=torch.Generator()
+        ),
+        ValueError,
+        "logits must have shape",
+    )
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda x: top_k_filter(None, 2), "logits"),
+        (lambda x: top_k_filter(x.long(), 2), "logits"),
+        (lambda x: top_k_filter(x, 0), "top_k"),
+        (lambda x: top_k_filter(x, 2.5), "top_k"),
+        (lambda x: top_p_filter(x, None), "top_p"),
+        (lambda x: top_p_filter(x, 10**400), "top_p"),
+        (lambda x: top_p_filter(torch.tensor(1.0), 0.5), "logits"),
+    ],
+)
+def test_the_filters_check_their_arguments(call, match):
+    x = logits()
+    refused(lambda: call(x), (TypeError, ValueError), match, x)
+
+
+# -- measure.compare -----------------------------------------------------
+
+
+@pytest.mark.parametrize("which", ["actual", "expected"])
+def test_agreement_refuses_meta_tensors(which):
+    a, b = torch.ones(3), torch.ones(3)
+    args = {"actual": a, "expected": b, which: torch.ones(3).to("meta")}
+    with pytest.raises(ValueError, match=f"{which} is on the meta device"):
+        agreement(args["actual"], args["expected"], 1e-6)
+
+
+def test_agreement_still_compares_with_a_number():
+    assert agreement(torch.ones(3), 1.0, 1e-6) == "equal within 1e-06"
+
+
+# -- module constructors: sizes checked before any weight is drawn --------
+
+
+@pytest.mark.parametrize(
+    "build, match",
+    [
+        (lambda: LayerNorm(10**12), "the weights of LayerNorm"),
+        (lambda: PositionWiseFFN(10**12, 8), "PositionWiseFFN"),
+        (lambda: PositionWiseFFN(8, 10**12), "PositionWiseFFN"),
+        (lambda: TransformerEncoderBlock(8, 2, 10**12), "EncoderBlock"),
+        (lambda: TransformerDecoderBlock(8, 2, 10**12), "DecoderBlock"),
+        (lambda: TransformerDecoder(8, 2, None, 1), "ffn_hidden"),
+        (lambda: TransformerDecoder(8, 2, "3", 1), "ffn_hidden"),
+        (lambda: TransformerDecoder(8, 2, 10**400, 1), "ffn_hidden"),
+        (lambda: EncoderDecoderTransformer(10, 10**12), "target side"),
+        (lambda: SelfAttention(10**12), "the weights of SelfAttention"),
+        (lambda: KVCache(10**12), "KVCache's lists of layers"),
+    ],
+)
+def test_a_layer_too_large_is_refused_before_drawing(build, match):
+    refused(build, ValueError, match)
+
+
+# -- nn.self_attention ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "x, error, match",
+    [
+        (None, TypeError, "x must be a torch.Tensor"),
+        (torch.tensor(1.0), ValueError, "x needs shape"),
+        (torch.randn(80), ValueError, "x needs shape"),
+        (torch.randn(2, 5, 0), ValueError, "feature size"),
+        (torch.randn(2, 5, 8).double(), TypeError, "x has dtype"),
+        (torch.randn(2, 5, 8).long(), TypeError, "x must be a floating"),
+        (wide(torch.randn(2, 5, 8)), ValueError, "x, a broadcast view"),
+    ],
+)
+def test_self_attention_project_checks_x(x, error, match):
+    layer = SelfAttention(8)
+    refused(lambda: layer.project(x), error, match, layer.state_dict())
+
+
+def test_self_attention_checks_a_huge_mask_view_before_reading_it():
+    layer, x = SelfAttention(8), torch.randn(2, 5, 8)
+    mask = torch.ones(2, 1, 5, dtype=torch.bool).expand(2, 10**9, 5)
+    refused(lambda: layer(x, mask), ValueError, "mask", x)
+
+
+# -- nn.pointer ----------------------------------------------------------
+
+
+def pointer():
+    with _checks.seeded(0):
+        model = PointerNetwork(hidden_dim=8)
+    x = torch.randn(2, 5, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        encoder_states, state = model.encode(x)
+    fed = model.start.expand(2, 1, -1).detach()
+    available = torch.ones(2, 5, dtype=torch.bool)
+    return model, x, (fed, state, encoder_states, available)
+
+
+@pytest.mark.parametrize(
+    "x, error, match",
+    [
+        (None, TypeError, "x must be a torch.Tensor"),
+        (torch.tensor(1.0), ValueError, "x must have shape"),
+        (torch.randn(1, 2, 5), ValueError, "x must have shape"),
+        (torch.randn(2, 0), ValueError, "x must hold at least one"),
+        (torch.randn(2, 5).double(), TypeError, "x has dtype"),
+        (torch.randint(0, 3, (2, 5)), TypeError, "x must be a floating"),
+        (wide(torch.randn(2, 5)), ValueError, "x, a broadcast view"),
+    ],
+)
+def test_pointer_encode_checks_x(x, error, match):
+    model, _, _ = pointer()
+    refused(lambda: model.encode(x), error, match, model.state_dict())
+
+
+@pytest.mark.parametrize(
+    "method", ["teacher_forced_scores", "forward", "loss"]
+)
+def test_pointer_methods_need_a_target(method):
+    model, x, _ = pointer()
+    refused(
+        lambda: getattr(model, method)(x, None),
+        TypeError,
+        "target must be a torch.Tensor",
+        x,
+    )
+
+
+@pytest.mark.parametrize(
+    "position, value, error, match",
+    [
+        (0, None, TypeError, "fed must be a torch.Tensor"),
+        (0, torch.randn(16), ValueError, r"fed must have shape \(2, 1, 8\)"),
+        (0, torch.randn(2, 1, 8).double(), TypeError, "fed has dtype"),
+        (0, torch.zeros(2, 1, 8, dtype=torch.long), TypeError, "fed must"),
+        (0, wide(torch.randn(2, 1, 8)), ValueError, "fed, a broadcast"),
+        (1, [], TypeError, "state must be the decoder LSTM's pair"),
+        (1, (None, None), TypeError, r"state\[0\] must be a torch.Tensor"),
+        (2, None, TypeError, "encoder_states must be a torch.Tensor"),
+        (2, torch.randn(2, 5, 3), ValueError, "encoder_states must have"),
+        (3, None, TypeError, "available must be a torch.Tensor"),
+        (3, torch.ones(2, 5), TypeError, "available must be a boolean"),
+        (3, torch.ones(2), ValueError, r"available must have shape \(2, 5\)"),
+        (3, torch.zeros(2, 5, dtype=torch.bool), ValueError, "at least one"),
+    ],
+)
+def test_pointer_step_checks_every_argument(position, value, error, match):
+    model, _, args = pointer()
+    args = list(args)
+    args[position] = value
+    owned = [a for a in args if isinstance(a, torch.Tensor)]
+    refused(lambda: model.pointer_step(*args), error, match, *owned)
+
+
+def test_pointer_step_still_gives_the_same_answer():
+    model, x, (fed, state, keys, available) = pointer()
+    choice, weights, _ = model.pointer_step(fed, state, keys, available)
+    decoder_state, _ = model.decoder(fed, state)
+    scores = model.pointer_scores(decoder_state, keys)
+    assert torch.equal(weights, scores.softmax(-1))
+    assert torch.equal(choice, weights.squeeze(1).argmax(-1))
+
+
+@pytest.mark.parametrize(
+    "target, error, match",
+    [
+        (torch.randn(2, 5), TypeError, "target must hold int64"),
+        (torch.zeros(2, 5, dtype=torch.bool), TypeError, "int64"),
+        (torch.tensor([0, 1, 2]), ValueError, r"target must have \(B, n\)"),
+        (torch.tensor([[0, 0, 1]]), ValueError, "permutation of 0..2"),
+    ],
+)
+def test_not_chosen_mask_checks_the_target(target, error, match):
+    refused(lambda: not_chosen_mask(target), error, match, target)
+
+
+# -- nn.language_model ---------------------------------------------------
+
+
+def language_model():
+    with _checks.seeded(0):
+        model = DecoderOnlyTransformer(
+            12,
+            context_len=8,
+            embed_dim=8,
+            num_heads=2,
+            num_layers=1,
+            ffn_dim=16,
+        )
+    tokens = torch.randint(0, 12, (2, 5), generator=torch.Generator())
+    return model, tokens
+
+
+@pytest.mark.parametrize("layer", [2.5, True, None, "3", 1, 10**12, 10**400])
+def test_kv_cache_append_refuses_a_bad_layer(layer):
+    cache = KVCache(1)
+    k = torch.randn(2, 2, 3, 4)
+    cache.append(0, k, k)
+    refused(lambda: cache.append(layer, k, k), ValueError, "layer", cache, k)
+
+
+@pytest.mark.parametrize(
+    "keys, match",
+    [
+        (torch.randn(2, 2, 3, 5), "cannot join layer 0's cached"),
+        (torch.randn(3, 2, 3, 4), "cannot join layer 0's cached"),
+        (torch.randn(2, 2, 3, 4).double(), r"\(torch.float64, cpu\) cannot"),
+        (torch.randn(2, 3, 4), r"shapes \(B, h, n_new, d\)"),
+        (None, "keys must be a torch.Tensor"),
+    ],
+)
+def test_kv_cache_append_refuses_keys_that_do_not_continue(keys, match):
+    cache = KVCache(1)
+    k = torch.randn(2, 2, 3, 4)
+    cache.append(0, k, k)
+    values = torch.randn(2, 2, 3, 4) if keys is None else keys
+    refused(
+        lambda: cache.append(0, keys, values),
+        (TypeError, ValueError),
+        match,
+        cache,
+    )
+
+
+@pytest.mark.parametrize("start", [-1, 2.5, None, "3"])
+def test_embed_refuses_a_bad_start(start):
+    model, tokens = language_model()
+    refused(lambda: model.embed(tokens, start), ValueError, "start", tokens)
+
+
+@pytest.mark.parametrize(
+    "targets, error, match",
+    [
+        (None, TypeError, "targets must be a torch.Tensor"),
+        (torch.tensor(1), ValueError, "targets must have the shape"),
+        (torch.zeros(2, 0, dtype=torch.long), ValueError, "targets must have"),
+        (torch.zeros(2, 5), TypeError, "targets must hold int64"),
+        (torch.zeros(2, 5, dtype=torch.int32), TypeError, "targets must be"),
+        (torch.full((2, 5), -1), ValueError, "targets holds id -1"),
+        (torch.full((2, 5), 10**9), ValueError, "targets holds id"),
+        (torch.zeros(2, 5, dtype=torch.long).to("meta"), ValueError, "meta"),
+    ],
+)
+def test_language_model_loss_checks_targets(targets, error, match):
+    model, tokens = language_model()
+    refused(lambda: model.loss(tokens, targets), error, match, tokens)
+
+
+def test_language_model_loss_refuses_empty_inputs():
+    model, _ = language_model()
+    empty = torch.zeros(0, 5, dtype=torch.long)
+    refused(lambda: model.loss(empty, empty), ValueError, "inputs of shape")
+
+
+def test_generate_refuses_a_result_that_cannot_fit():
+    model, tokens = language_model()
+    refused(
+        lambda: model.generate(tokens, 10**12, temperature=0),
+        ValueError,
+        "the generated tokens of shape",
+        tokens,
+    )
+
+
+def test_generate_with_a_tiny_top_p_is_greedy():
+    model, tokens = language_model()
+    g = torch.Generator().manual_seed(0)
+    sampled = model.generate(tokens, 3, top_p=1e-320, generator=g)
+    assert torch.equal(sampled, model.generate(tokens, 3, temperature=0))
+
+
+def test_a_cache_of_another_model_is_refused_before_it_grows():
+    model, tokens = language_model()
+    cache = KVCache(3)
+    refused(lambda: model(tokens, cache), ValueError, "cache has 3", cache)
+    block = model.blocks[0]
+    x = torch.randn(2, 1, 8)
+    refused(
+        lambda: block.forward_cached(x, None, 0),
+        TypeError,
+        "cache must be a KVCache",
+        x,
+    )
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m, t: m(wide(t)),
+        lambda m, t: m.embed(wide(t)),
+        lambda m, t: m.loss(wide(t), t),
+        lambda m, t: m.generate(wide(t), 1, temperature=0),
+    ],
+    ids=["forward", "embed", "loss", "generate"],
+)
+def test_language_model_refuses_a_huge_token_view(call):
+    model, tokens = language_model()
+    refused(lambda: call(model, tokens), ValueError, "tokens, a broadcast")
+
+
+# -- nn.encoder / nn.decoder: huge views are refused before any work ------
+
+
+def test_padding_mask_refuses_a_huge_lengths_view():
+    lengths = torch.tensor([3]).expand(10**9)
+    refused(lambda: padding_mask(lengths, 5), ValueError, "valid_lens")
+
+
+@pytest.mark.parametrize(
+    "module, x",
+    [
+        (LayerNorm(8), torch.randn(2, 5, 8)),
+        (PositionWiseFFN(8, 16), torch.randn(2, 5, 8)),
+    ],
+    ids=["LayerNorm", "PositionWiseFFN"],
+)
+def test_position_wise_layers_refuse_a_huge_view(module, x):
+    view = x[:, :1].expand(2, 10**9, 8)
+    refused(lambda: module(view), ValueError, "x, a broadcast view", x)
