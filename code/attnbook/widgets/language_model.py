@@ -162,8 +162,15 @@ def decoding_explorer(
         name: widgets.ToggleButtons(
             options=options[name], value=first[name], description=labels[name]
         )
-        for name in options
+        for name in ("prompt", "top_k", "top_p")
     }
+    controls["temperature"] = widgets.SelectionSlider(
+        options=options["temperature"],
+        value=temperature,
+        description="temperature",
+        continuous_update=False,
+    )
+    controls = {name: controls[name] for name in options}  # menu order
 
     def view(prompt, temperature, top_k, top_p):
         return decoding_view(
@@ -172,7 +179,10 @@ def decoding_explorer(
 
     frames = {
         name: Choices(
-            labels[name], options[name], kind="buttons", value=first[name]
+            labels[name],
+            options[name],
+            kind="slider" if name == "temperature" else "buttons",
+            value=first[name],
         )
         for name in options
     }
