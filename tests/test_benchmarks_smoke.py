@@ -112,3 +112,14 @@ def test_tables_and_json_report(tmp_path):
         saved["meta"]["quick"] is True
         and saved["rows"][0]["benchmark"] == "multihead"
     )
+
+
+def test_sliding_window_benchmark_agrees_and_reports_every_ratio():
+    rows = load(BENCHMARKS / "bench_sliding_window.py").run(quick=True)
+    by_measure = {r["measure"].split(": ")[-1]: r for r in rows}
+    assert by_measure["max |chunked - plain|"]["value"] <= 1e-5
+    assert {
+        "time, causal mask / window mask",
+        "time, plain attention / chunked window",
+    } <= set(by_measure)
+    assert all(r["value"] > 0 for r in rows if r["unit"] == "x")

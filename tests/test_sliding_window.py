@@ -70,3 +70,128 @@ def test_sliding_window_mask_bad_arguments(args, kwargs, match):
 def test_sliding_window_mask_on_a_device():
     mask = sliding_window_mask(3, 5, 2, device=torch.device("cpu"))
     assert mask.device == torch.device("cpu")
+
+
+# ---------------------------------------------------------------------------
+# chunked_attention skips the blocks a sliding window drops
+# ---------------------------------------------------------------------------
+
+from attnbook import agreement, attention, chunked_attention  # noqa: E402
+from attnbook.core import chunked  # noqa: E402
+
+
+def qkv(n_q, n_k, d=16, d_v=8, batch=(2,), seed=0, dtype=torch.float64):
+    gen = torch.Generator().manual_seed(seed)
+    return (
+        torch.randn(*batch, n_q, d, generator=gen, dtype=dtype),
+        torch.randn(*batch, n_k, d, generator=gen, dtype=dtype),
+        torch.randn(*batch, n_k, d_v, generator=gen, dtype=dtype),
+    )
+
+
+@pytest.mark.parametrize(
+    "n_q, n_k, window, chunk_size",
+    [
+        (200, 200, 30, 32),
+        (200, 200, 1, 16),
+        (64, 200, 50, 32),
+        (97, 97, 97, 8),
+    ],
+)
+@pytest.mark.parametrize("recompute_backward", [True, False])
+def test_sliding_window_chunked_equals_masked_attention(
+    n_q, n_k, window, chunk_size, recompute_backward
+):
+    q, k, v = (t.requires_grad_() for t in qkv(n_q, n_k))
+    mask = sliding_window_mask(n_q, n_k, window)
+    output = chunked_attention(
+        q,
+        k,
+        v,
+        mask=mask,
+        chunk_size=chunk_size,
+        recompute_backward=recompute_backward,
+    )
+    expected, _ = attention(q, k, v, mask=mask)
+    assert agreement(output, expected, 1e-12) == "equal within 1e-12"
+    grad = torch.randn_like(expected)
+    got = torch.autograd.grad(output, (q, k, v), grad)
+    wanted = torch.autograd.grad(expected, (q, k, v), grad)
+    for a, b in zip(got, wanted):
+        assert agreement(a, b, 1e-12) == "equal within 1e-12"
+
+
+def test_float32_and_broadcast_batches_agree_with_attention():
+    q, k, v = qkv(150, 150, batch=(1,), dtype=torch.float32)
+    k, v = (
+        k.expand(3, -1, -1),
+        v.expand(3, -1, -1) * torch.arange(1.0, 4.0)[:, None, None],
+    )
+    mask = sliding_window_mask(150, 150, 20).expand(3, 150, 150)
+    output = chunked_attention(q, k, v, mask=mask, chunk_size=16)
+    expected, _ = attention(q, k, v, mask=mask)
+    assert output.shape == (3, 150, 8)
+    assert agreement(output, expected, 1e-6) == "equal within 1e-06"
+
+
+def scored_tiles(monkeypatch, *args, **kwargs) -> list:
+    """The (query rows, key columns) of every score block computed."""
+    tiles = []
+    update = chunked.StreamingAttention.update
+
+    def counting(state, keys, values, mask=None):
+        tiles.append((state.queries.shape[-2], keys.shape[-2]))
+        return update(state, keys, values, mask)
+
+    monkeypatch.setattr(chunked.StreamingAttention, "update", counting)
+    with torch.no_grad():
+        chunked_attention(*args, **kwargs)
+    return tiles
+
+
+def test_only_the_blocks_the_window_keeps_are_scored(monkeypatch):
+    n, window, size = 1024, 64, 64
+    q, k, v = qkv(n, n, batch=())
+    tiles = scored_tiles(
+        monkeypatch,
+        q,
+        k,
+        v,
+        mask=sliding_window_mask(n, n, window),
+        chunk_size=size,
+    )
+    # query block i keeps key blocks i - 1 and i (block 0: only itself)
+    assert len(tiles) == 2 * (n // size) - 1
+    assert all(tile == (size, size) for tile in tiles)
+    scored = sum(rows * cols for rows, cols in tiles)
+    assert scored < 2 * n * (window + size)  # grows like n * w, not n^2
+    # without a mask every query meets every key, in one pass
+    assert scored_tiles(monkeypatch, q, k, v, chunk_size=size) == [
+        (n, size)
+    ] * (n // size)
+
+
+def test_a_fully_masked_block_leaves_the_running_state_unchanged():
+    # why skipping is exact: exp(lowest - m) = 0 and exp(m - m) = 1
+    q, k, v = qkv(6, 8, batch=())
+    keep = torch.rand(6, 8, generator=torch.Generator().manual_seed(3)) < 0.5
+    keep[:, 0] = True
+    state = chunked.StreamingAttention(q).update(k[:4], v[:4], keep[:, :4])
+    before = (
+        state.maximum.clone(),
+        state.total.clone(),
+        state.weighted.clone(),
+    )
+    state.update(k[4:], v[4:], torch.zeros(6, 4, dtype=torch.bool))
+    after = (state.maximum, state.total, state.weighted)
+    assert all(torch.equal(a, b) for a, b in zip(before, after))
+
+
+def test_queries_that_keep_nothing_get_zeros():
+    q, k, v = qkv(96, 96, batch=())
+    keep = sliding_window_mask(96, 96, 8).clone()
+    keep[:40] = False  # the first query blocks keep no key at all
+    output = chunked_attention(q, k, v, mask=keep, chunk_size=16)
+    assert (output[:40] == 0).all() and not torch.isnan(output).any()
+    expected, _ = attention(q, k, v, mask=keep)
+    assert agreement(output, expected, 1e-12) == "equal within 1e-12"

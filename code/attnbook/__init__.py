@@ -4,11 +4,12 @@ The tree is the architecture. Layers, bottom up; each imports only its own
 layer and the ones below it (tests/test_layout.py checks it):
 
   measure      agreement within a tolerance, timing, memory, parameter
-               counts, threads
+               counts, threads, key-value cache bytes
   core         attention as tensor functions: masking, scoring, attention,
-               kernel regression, positional, rotary, chunked
-  nn           modules: multi-head and self-attention, the Transformer
-               encoder and decoder, the RNN encoder-decoder, pointer networks
+               kernel regression, positional, rotary, chunked, grouped-query
+  nn           modules: multi-head (and grouped-query), latent and
+               self-attention, the Transformer encoder and decoder, the RNN
+               encoder-decoder, pointer networks
   tasks        the chapters' tasks and data, and the trained models that
                solve them
   experiments  what a chapter measures: score scaling, hard-attention
@@ -27,13 +28,19 @@ every layer. The names below are the book's public API:
 from ._checks import matrix_memory_limit, set_matrix_memory_limit
 from .core.attention import attention, attention_weights, hard_attention
 from .core.chunked import chunked_attention
+from .core.grouped_query import grouped_query_attention
 from .core.kernel_regression import (
     gaussian_scores,
     nadaraya_watson,
     regression_data,
     regression_target,
 )
-from .core.masking import causal_mask, lengths_to_mask, masked_softmax
+from .core.masking import (
+    causal_mask,
+    lengths_to_mask,
+    masked_softmax,
+    sliding_window_mask,
+)
 from .core.positional import (
     LearnedPositionalEmbedding,
     PositionalEncoding,
@@ -51,6 +58,7 @@ from .core.scoring import (
 from .display.figures import sharp_figures, show_heatmaps
 from .display.listing import show_source
 from .measure.compare import agreement
+from .measure.kv_cache import kv_cache_bytes, mla_cache_bytes
 from .nn.decoder import (
     EncoderDecoderTransformer,
     TransformerDecoder,
@@ -64,6 +72,7 @@ from .nn.encoder import (
     padding_mask,
 )
 from .nn.language_model import DecoderOnlyTransformer, KVCache
+from .nn.latent_attention import MultiHeadLatentAttention
 from .nn.multihead import MultiHeadAttention, merge_heads, split_heads
 from .nn.pointer import PointerNetwork
 from .nn.self_attention import SelfAttention
@@ -79,6 +88,7 @@ __all__ = [
     "LayerNorm",
     "LearnedPositionalEmbedding",
     "MultiHeadAttention",
+    "MultiHeadLatentAttention",
     "PointerNetwork",
     "PositionWiseFFN",
     "PositionalEncoding",
@@ -95,11 +105,14 @@ __all__ = [
     "chunked_attention",
     "dot_score",
     "gaussian_scores",
+    "grouped_query_attention",
     "hard_attention",
+    "kv_cache_bytes",
     "lengths_to_mask",
     "masked_softmax",
     "matrix_memory_limit",
     "merge_heads",
+    "mla_cache_bytes",
     "nadaraya_watson",
     "next_token_distribution",
     "padding_mask",
@@ -115,6 +128,7 @@ __all__ = [
     "show_heatmaps",
     "show_source",
     "sinusoidal_encoding",
+    "sliding_window_mask",
     "sorting_batch",
     "split_heads",
 ]

@@ -2,7 +2,7 @@
 
     python tests/benchmarks/run.py [--quick] [--only NAMES] [--skip NAMES] [--json PATH] [--markdown]
 
-NAMES is a comma-separated subset of: multihead, chunked, kv-cache, widgets, notebooks, book.
+NAMES is a comma-separated subset of: multihead, chunked, sliding-window, kv-cache, widgets, notebooks, book.
 Every comparison is a ratio of medians measured side by side in this one run;
 absolute times drift on a shared machine, so the load average is recorded too.
 Exit status 1 only if a benchmark crashed; missed targets are reported, not fatal.
@@ -27,6 +27,7 @@ from _common import ROOT, format_markdown, format_table, row  # noqa: E402
 BENCHMARKS = (
     "multihead",
     "chunked",
+    "sliding-window",
     "kv-cache",
     "widgets",
     "notebooks",

@@ -14,6 +14,13 @@ Masks follow the book (True = keep). Masked scores are set to the dtype's most
 negative finite number, never -inf, so no step computes inf - inf = NaN, in any
 dtype; a query with every key masked gets a zero output, as in ``attention``.
 
+Skipping. A block the mask drops entirely adds nothing: its exp() are all 0,
+and the running sums are multiplied by exp(m - m) = 1. So when the mask drops
+whole tiles of (chunk_size queries) x (chunk_size keys), e.g. the far past
+under a sliding window or the future under a causal mask, the queries are
+taken in blocks too and each block meets only the key blocks it keeps
+something of: with a window of w keys the work grows like n * w, not n^2.
+
 Training: ``RecomputingChunkedAttention`` gives chunked attention a backward
 pass that keeps only the output and one log-sum-exp per query and rebuilds each
 block's weights (FlashAttention-2's backward). Measuring what all this costs
@@ -23,6 +30,7 @@ lives in ``attnbook.measure.timing``.
 import math
 
 import torch
+import torch.nn.functional as F
 
 from .._checks import (
     compute_dtype,
@@ -286,7 +294,7 @@ def chunked_attention(
             queries, keys, values, mask, chunk_size
         )
     else:
-        output = _stream(queries, keys, values, mask, chunk_size).output()
+        output = _attend(queries, keys, values, mask, chunk_size, False)[0]
     return (
         output.expand(*batch, n_q, values.shape[-1])
         if output.shape[:-2] != batch
@@ -295,19 +303,83 @@ def chunked_attention(
 
 
 def _stream(
-    queries, keys, values, mask, chunk_size: int
+    queries, keys, values, mask, chunk_size: int, starts=None
 ) -> StreamingAttention:
     """Feed keys and values to a StreamingAttention in blocks of
-    ``chunk_size``; return its state."""
+    ``chunk_size`` (only those starting at ``starts``, if given); return its
+    state."""
     state = StreamingAttention(queries)
-    for start in range(0, keys.shape[-2], chunk_size):
-        stop = min(start + chunk_size, keys.shape[-2])
+    n_k = keys.shape[-2]
+    for start in range(0, n_k, chunk_size) if starts is None else starts:
+        stop = min(start + chunk_size, n_k)
         state.update(
             keys[..., start:stop, :],
             values[..., start:stop, :],
             _mask_block(mask, start, stop),
         )
     return state
+
+
+def _attend(queries, keys, values, mask, chunk_size: int, lse: bool = True):
+    """(output, log_sum_exp or None if not ``lse``) of the online softmax,
+    skipping the tiles the mask drops (``_kept_blocks``); one pass over all
+    queries when it drops none."""
+    plan = _kept_blocks(mask, queries.shape[-2], keys.shape[-2], chunk_size)
+    if plan is None:
+        states = [_stream(queries, keys, values, mask, chunk_size)]
+    else:
+        # queries broadcast to the scores' batch, as one pass would: the
+        # same products, row for row
+        batch = torch.broadcast_shapes(queries.shape[:-2], keys.shape[:-2])
+        queries = queries.expand(*batch, *queries.shape[-2:])
+        states = [
+            _stream(
+                queries[..., rows, :],
+                keys,
+                values,
+                rows_mask,
+                chunk_size,
+                starts,
+            )
+            for rows, rows_mask, starts in plan
+        ]
+    output = _cat_rows([state.output() for state in states])
+    if not lse:
+        return output, None
+    return output, _cat_rows([state.log_sum_exp() for state in states])
+
+
+def _cat_rows(blocks: list) -> torch.Tensor:
+    """Blocks of query rows (..., r, m) joined along the rows, their batch
+    dimensions broadcast to a common shape first (one block: itself)."""
+    if len(blocks) == 1:
+        return blocks[0]
+    batch = torch.broadcast_shapes(*(block.shape[:-2] for block in blocks))
+    return torch.cat(
+        [block.expand(*batch, *block.shape[-2:]) for block in blocks], dim=-2
+    )
+
+
+def _kept_blocks(mask, n_q: int, n_k: int, chunk_size: int):
+    """[(rows, mask of those rows, starts)]: for each block of ``chunk_size``
+    queries (all of them if the mask has no query axis), the start of every
+    key block where the mask keeps something (at least one block, so a query
+    that keeps nothing still gets its zero output); None when no tile can be
+    skipped."""
+    if mask is None or mask.dim() < 2 or mask.shape[-1] == 1 or n_q == 0:
+        return None
+    step = chunk_size if mask.shape[-2] > 1 else n_q
+    pad = -n_k % chunk_size
+    plan, skipped = [], False
+    for first in range(0, n_q, step):
+        rows = slice(first, min(first + step, n_q))
+        tile = mask[..., rows, :] if mask.shape[-2] > 1 else mask
+        keys_kept = tile.any(dim=tuple(range(tile.dim() - 1)))  # (n_k,)
+        blocks = F.pad(keys_kept, (0, pad)).view(-1, chunk_size).any(dim=-1)
+        starts = (blocks.nonzero().flatten() * chunk_size).tolist() or [0]
+        skipped |= len(starts) < len(blocks)
+        plan.append((rows, tile, starts))
+    return plan if skipped else None
 
 
 def _sum_to_shape(grad: torch.Tensor, shape: torch.Size) -> torch.Tensor:
@@ -344,11 +416,8 @@ class RecomputingChunkedAttention(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, queries, keys, values, mask, chunk_size):
-        state = _stream(queries, keys, values, mask, chunk_size)
-        output = state.output()
-        ctx.save_for_backward(
-            queries, keys, values, output, state.log_sum_exp(), mask
-        )
+        output, log_sum_exp = _attend(queries, keys, values, mask, chunk_size)
+        ctx.save_for_backward(queries, keys, values, output, log_sum_exp, mask)
         ctx.chunk_size = chunk_size
         return output
 
@@ -436,7 +505,7 @@ def _differentiable_backward(ctx, grad_output):
     the gradients themselves can be differentiated."""
     queries, keys, values, _, _, mask = ctx.saved_tensors
     inputs = [t for t in (queries, keys, values) if t.requires_grad]
-    output = _stream(queries, keys, values, mask, ctx.chunk_size).output()
+    output = _attend(queries, keys, values, mask, ctx.chunk_size, False)[0]
     grads = iter(
         torch.autograd.grad(output, inputs, grad_output, create_graph=True)
     )
