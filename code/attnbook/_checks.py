@@ -300,6 +300,39 @@ def is_finite_number(value) -> bool:
         return False
 
 
+# The settings of a training function, by their usual names: (kind, lowest).
+_SETTINGS = {
+    "steps": ("int", 1),
+    "step": ("int", 0),
+    "batch_size": ("int", 1),
+    "eval_every": ("int", 1),
+    "warmup": ("int", 0),
+    "seed": ("int", 0),
+    "lr": ("rate", 0.0),
+    "weight_decay": ("rate", None),
+}
+_LARGEST_RATE = float(torch.finfo(torch.float32).max)
+
+
+def require_training(**settings) -> None:
+    """Check a training function's settings, named as in ``_SETTINGS``:
+    steps, batch_size, eval_every (ints >= 1), step, warmup, seed (ints >= 0),
+    lr (> 0) and weight_decay (>= 0), finite numbers a float32 parameter can
+    hold. Raises ``ValueError`` naming the setting and its value."""
+    for name, value in settings.items():
+        kind, lowest = _SETTINGS[name]
+        if kind == "int":
+            require_int(name, value, minimum=lowest)
+        else:
+            require_finite_number(
+                name,
+                value,
+                low=0.0,
+                high=_LARGEST_RATE,
+                include_low=lowest is None,
+            )
+
+
 def require_int_in(name: str, value, low: int, high: int) -> int:
     """An int (not a bool, not a float) in [low, high]: ``ValueError``
     naming the range otherwise."""

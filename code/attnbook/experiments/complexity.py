@@ -18,6 +18,8 @@ from torch import nn
 from .._checks import (
     require_float,
     require_int,
+    require_matrix_fits,
+    require_module_dtype,
     require_weights_fit,
     restores_rng_on_error,
     seeded,
@@ -37,6 +39,17 @@ def _check_kernel(kernel_size) -> int:
             f"{kernel_size}"
         )
     return kernel_size
+
+
+def _check_batch(module, x, dim: int) -> None:
+    """x: float (B, n, dim) with n >= 1, in the module's dtype."""
+    require_float("x", x)
+    if x.dim() != 3 or x.shape[1] == 0 or x.shape[2] != dim:
+        raise ValueError(
+            f"x must have shape (B, n, {dim}) with n >= 1, got "
+            f"{tuple(x.shape)}"
+        )
+    require_module_dtype(module, x=x)
 
 
 class ConvStack(nn.Module):
@@ -66,6 +79,7 @@ class ConvStack(nn.Module):
     def states(self, x: torch.Tensor):
         """Yield the output (B, n, dim) after each layer in turn: depth 1,
         2, ..."""
+        _check_batch(self, x, self.layers[0].in_channels)
         h = x.transpose(-1, -2)  # Conv1d wants (B, channels, n)
         for i, layer in enumerate(self.layers):
             h = layer(h) if i == 0 else layer(torch.tanh(h))
@@ -88,6 +102,7 @@ class RecurrentLayer(nn.Module):
         self.rnn = nn.RNN(dim, dim, batch_first=True)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _check_batch(self, x, self.rnn.input_size)
         return self.rnn(x)[0]
 
 
@@ -157,6 +172,19 @@ def multiply_adds(n: int, dim: int, kernel_size: int = 3) -> dict:
     return {"CNN": k * n * d**2, "RNN": 2 * n * d**2, "self-attention": sa}
 
 
+def _check_layer_probe(layer, n, dim, seed) -> None:
+    """layer callable (a module: float64 parameters); n, dim >= 1, seed >= 0;
+    the input (1, n, dim) within the memory limit."""
+    if not callable(layer):
+        raise TypeError(f"layer must be callable, got {type(layer).__name__}")
+    require_int("n", n)
+    require_int("dim", dim)
+    require_int("seed", seed, minimum=0)
+    require_matrix_fits("the input", (n, dim), torch.float64)
+    if isinstance(layer, nn.Module):
+        require_module_dtype(layer, x=torch.empty(0, dtype=torch.float64))
+
+
 def sees_first_position(layer, n: int, dim: int, seed: int = 0) -> bool:
     """Does output position n-1 of ``layer`` depend on input position 0?
     (exact, via autograd)
@@ -165,6 +193,7 @@ def sees_first_position(layer, n: int, dim: int, seed: int = 0) -> bool:
     output with respect to the first input is exactly zero when no path
     connects them.
     """
+    _check_layer_probe(layer, n, dim, seed)
     x = torch.randn(
         1,
         n,

@@ -24,13 +24,15 @@ import torch
 from torch import nn
 
 from .._checks import (
+    require_finite_number,
     require_float,
     require_generator,
     require_ids,
     require_int,
     require_matrix_fits,
-    require_positive,
+    require_same_device,
     require_same_size,
+    require_training,
     restores_rng_on_error,
 )
 from ..core.attention import attention_weights
@@ -171,7 +173,34 @@ def reinforce_surrogate(log_probs, losses, baseline=0.0) -> torch.Tensor:
     mean((L - b) * log p(z)) with L - b detached: backward() gives
     mean((L - b) * grad log p(z)), the score-function estimate.
     """
+    _check_surrogate(log_probs, losses, baseline)
     return ((losses - baseline).detach() * log_probs).mean()
+
+
+def _check_surrogate(log_probs, losses, baseline) -> None:
+    """log_probs and losses: float (batch,), batch >= 1, one dtype; baseline
+    a number the losses' dtype holds, or a float tensor of shape (batch,)."""
+    for name, tensor in (("log_probs", log_probs), ("losses", losses)):
+        require_float(name, tensor)
+        if tensor.dim() != 1 or len(tensor) == 0:
+            raise ValueError(
+                f"{name} must have shape (batch,) with batch >= 1, got "
+                f"{tuple(tensor.shape)}"
+            )
+    require_same_size(
+        "batch", "log_probs", len(log_probs), "losses", len(losses)
+    )
+    require_same_device(log_probs=log_probs, losses=losses)
+    if isinstance(baseline, torch.Tensor):
+        require_float("baseline", baseline)
+        if baseline.shape not in ((), losses.shape):
+            raise ValueError(
+                "baseline must be a number or have shape "
+                f"{tuple(losses.shape)}, got {tuple(baseline.shape)}"
+            )
+        return
+    largest = float(torch.finfo(losses.dtype).max)
+    require_finite_number("baseline", baseline, low=-largest, high=largest)
 
 
 def leave_one_out_baseline(losses: torch.Tensor) -> torch.Tensor:
@@ -277,9 +306,15 @@ def train_selector(
     lists ``accuracy``, ``soft_loss`` and ``hard_loss``. Runs on one thread
     (see ``attnbook.measure.threads``).
     """
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    require_positive("lr", lr)
+    _check_method(method)
+    require_training(
+        steps=steps,
+        batch_size=batch_size,
+        lr=lr,
+        seed=seed,
+        eval_every=eval_every,
+    )
+    require_int("n_test", n_test)
     if batch_size < 2:
         raise ValueError(f"batch_size must be at least 2, got {batch_size}")
     with single_thread():
@@ -360,6 +395,16 @@ def steps_to_accuracy(history: dict, level: float = 0.8) -> int | None:
     )
 
 
+def _check_grid(**grids) -> None:
+    """Each grid a non-empty list, tuple or range."""
+    for name, values in grids.items():
+        if not isinstance(values, (list, tuple, range)) or len(values) == 0:
+            raise ValueError(
+                f"{name} must be a non-empty list, tuple or range, got "
+                f"{values!r:.60}"
+            )
+
+
 def compare_selectors(
     methods=METHODS,
     lrs=(0.03, 0.1, 0.3),
@@ -376,6 +421,8 @@ def compare_selectors(
     ``level``, None if never), and ``curves`` (seeds x evaluations test
     accuracy) at ``steps``.
     """
+    _check_grid(methods=methods, lrs=lrs, seeds=seeds)
+    require_finite_number("level", level, low=0.0, high=1.0)
     rows = []
     for method in methods:
         for lr in lrs:

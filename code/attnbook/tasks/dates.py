@@ -28,6 +28,7 @@ from .._checks import (
     require_flag,
     require_generator,
     require_int,
+    require_matrix_fits,
     require_text,
 )
 
@@ -82,6 +83,7 @@ CASE_PROBABILITIES = (0.4, 0.15, 0.15, 0.1, 0.2)
 MAX_INPUT_LENGTH = 32
 #: Every target has this many characters: "yyyy-mm-dd".
 TARGET_LENGTH = 10
+_FEWER = "ask for fewer, or"
 
 
 def ordinal(day: int) -> str:
@@ -186,6 +188,8 @@ def random_dates(n: int, generator: torch.Generator) -> list[_dt.date]:
     to 2099-12-31."""
     require_generator("generator", generator)
     require_int("n", n, minimum=0)
+    # a date object and its list entry: about 40 bytes each
+    require_matrix_fits("the dates", (n, 40), torch.uint8, _FEWER)
     span = (LAST_DATE - FIRST_DATE).days + 1
     offsets = torch.randint(0, span, (n,), generator=generator)
     return [FIRST_DATE + _dt.timedelta(days=int(k)) for k in offsets]

@@ -16,7 +16,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from .._checks import keep_global_rng, require_int
+from .._checks import keep_global_rng, require_int, require_training
 from .._weights import load_pinned
 from ..core.sampling import check_sampling, next_token_distribution
 from ..measure.threads import single_thread
@@ -47,10 +47,20 @@ TRAINING_RECIPE = {
 def learning_rate(step: int, steps: int, lr: float, warmup: int) -> float:
     """Linear warm-up to ``lr`` over ``warmup`` steps, then a cosine decay
     to lr / 10 at the last step."""
+    require_training(step=step, steps=steps, lr=lr, warmup=warmup)
     if step < warmup:
         return lr * (step + 1) / warmup
     done = (step - warmup) / max(1, steps - 1 - warmup)
     return lr * (0.1 + 0.45 * (1 + math.cos(math.pi * done)))
+
+
+def _config(config) -> dict:
+    """A config dict (or None): the model's sizes, checked by the model."""
+    if config is not None and not isinstance(config, dict):
+        raise TypeError(
+            f"config must be a dict or None, got {type(config).__name__}"
+        )
+    return config or {}
 
 
 def train_language_model(
@@ -71,7 +81,15 @@ def train_language_model(
     """
     from tqdm.auto import tqdm
 
-    config = {**MODEL_CONFIG, **(config or {})}
+    require_training(
+        steps=steps,
+        batch_size=batch_size,
+        lr=lr,
+        warmup=warmup,
+        weight_decay=weight_decay,
+        seed=seed,
+    )
+    config = {**MODEL_CONFIG, **_config(config)}
     train_ids = encode(corpus_split()[0])
     history = {"loss": []}
     start = time.perf_counter()

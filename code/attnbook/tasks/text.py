@@ -18,7 +18,12 @@ import math
 
 import torch
 
-from .._checks import require_generator, require_int
+from .._checks import (
+    require_generator,
+    require_int,
+    require_matrix_fits,
+    require_tensor,
+)
 from .._weights import read_pinned
 
 CORPUS_FILE = "python_docstrings.txt.gz"
@@ -29,6 +34,7 @@ DOCUMENT_SEPARATOR = "\f"
 HELD_OUT_EVERY = 10  # documents 9, 19, 29, ... are held out
 VOCAB = "\n" + "".join(chr(c) for c in range(32, 127))
 TOKEN_ID = {c: i for i, c in enumerate(VOCAB)}
+_SMALLER = "use a smaller batch_size, or"
 
 
 def encode(text: str) -> torch.Tensor:
@@ -88,6 +94,10 @@ def text_batch(
     require_int("batch_size", batch_size)
     require_int("context_len", context_len)
     require_generator("generator", generator)
+    require_tensor("ids", ids)
+    require_matrix_fits(
+        "the batch", (batch_size, context_len + 1), torch.int64, _SMALLER
+    )
     if ids.dim() != 1 or len(ids) < context_len + 1:
         raise ValueError(
             f"ids must be (N,) with N > context_len = {context_len}, got "

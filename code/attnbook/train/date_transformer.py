@@ -26,6 +26,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from .._checks import require_training
 from .._weights import training_arguments, weights_digest
 from ..measure.parameters import count_parameters
 from ..tasks.date_transformer import (
@@ -62,6 +63,9 @@ def train_date_transformer(
     """
     from ..tasks.dates import TARGET_VOCAB, date_batch
 
+    require_training(
+        steps=steps, batch_size=batch_size, lr=lr, warmup=warmup, seed=seed
+    )
     model = build_date_transformer(seed=seed, **config).train()
     optimizer = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98))
     schedule = torch.optim.lr_scheduler.LambdaLR(

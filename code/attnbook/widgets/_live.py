@@ -11,10 +11,13 @@ draw (60-170 ms for the book's figures, against 10-40 ms for a blitted move).
 """
 
 import base64
+import functools
+import inspect
 import io
 
 import matplotlib.pyplot as plt
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 
 # Explorer figures are rendered at this resolution: a move must redraw in well
 # under 100 ms, and rendering time grows with the number of pixels.
@@ -219,3 +222,28 @@ def explorer_box(children: list):
             return "Explorer (move its controls to change the figure)"
 
     return Explorer(children)
+
+
+def draws_view(draw):
+    """Decorate an explorer's ``plot_*(view)`` or ``update_*(fig, view)``:
+    ``fig`` must be a matplotlib Figure and ``view`` the non-empty dict its
+    ``*_view`` function returned (a ``TypeError`` naming them otherwise)."""
+    signature = inspect.signature(draw)
+
+    @functools.wraps(draw)
+    def checked(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs).arguments
+        fig, view = bound.get("fig", Figure), bound.get("view")
+        if fig is not Figure and not isinstance(fig, Figure):
+            raise TypeError(
+                "fig must be the matplotlib Figure the explorer's plot "
+                f"function made, got {type(fig).__name__}"
+            )
+        if not isinstance(view, dict) or not view:
+            raise TypeError(
+                "view must be the dict the explorer's *_view function "
+                f"returns, got {str(view):.60}"
+            )
+        return draw(*args, **kwargs)
+
+    return checked

@@ -12,6 +12,7 @@ from ..core.kernel_regression import (
 )
 from ._explorer import live_explorer
 from ._frames import Choices
+from ._live import draws_view
 
 #: The values the explorer's sliders take in the HTML book (frames drawn in
 #: advance).
@@ -48,6 +49,7 @@ def kernel_regression_view(
     }
 
 
+@draws_view
 def plot_kernel_regression(view: dict):
     """Fit vs truth (left) and the attention weights, each test input against
     each training input (right).
@@ -83,6 +85,7 @@ def plot_kernel_regression(view: dict):
     return fig
 
 
+@draws_view
 def update_kernel_regression_figure(fig, view: dict) -> list:
     """Show ``view`` in a figure made by ``plot_kernel_regression``; returns
     the artists that changed.

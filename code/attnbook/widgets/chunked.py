@@ -13,6 +13,7 @@ from ..measure.memory import score_matrix_bytes
 from ..measure.threads import single_thread
 from ._explorer import live_explorer
 from ._frames import Choices
+from ._live import draws_view
 
 LENGTHS = tuple(2**p for p in range(8, 15))  # 256 ... 16,384
 CHUNK_SIZES = tuple(2**p for p in range(5, 13))  # 32 ... 4,096
@@ -130,6 +131,7 @@ def _covering(fixed: tuple, values: list, margin: float = 1.0) -> tuple:
     )
 
 
+@draws_view
 def plot_chunked(view: dict):
     """Score memory against n, full vs one block (left); one query's running
     max and sum (right).
@@ -185,6 +187,7 @@ def plot_chunked(view: dict):
     return fig
 
 
+@draws_view
 def update_chunked_figure(fig, view: dict) -> list:
     """Show ``view`` in a figure made by ``plot_chunked``; returns the artists
     that changed.

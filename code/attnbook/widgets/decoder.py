@@ -11,6 +11,7 @@ from ..measure.threads import single_thread
 from ..tasks.dates import MAX_INPUT_LENGTH
 from ._explorer import live_explorer
 from ._frames import Choices, with_first
+from ._live import draws_view
 
 EXAMPLES = (
     "Monday, May 3, 1999",
@@ -87,6 +88,7 @@ def decoder_view(
     }
 
 
+@draws_view
 def plot_decoder(view: dict):
     """Heads x source characters: the chosen step's cross-attention weights in
     one layer.
@@ -122,6 +124,7 @@ def plot_decoder(view: dict):
     return fig
 
 
+@draws_view
 def update_decoder_figure(fig, view: dict) -> list:
     """Show ``view`` in a figure made by ``plot_decoder``; returns the
     artists that changed: the image, the title and the source characters'

@@ -26,6 +26,7 @@ from ..tasks.card_lookup import (
 )
 from ._explorer import live_explorer
 from ._frames import Choices
+from ._live import draws_view
 
 HEAD_CHOICES = (1, 2, 4)
 HAND_SEED = 2
@@ -135,6 +136,7 @@ def _strip_fraction(column: float, num_heads: int, n: int) -> float:
     return (column + 0.5) / (num_heads * (n + 1) - 1)
 
 
+@draws_view
 def plot_multihead(view: dict):
     """All heads side by side (top strip, chosen head framed) and the chosen
     head, large, with the cards and questions.
@@ -193,6 +195,7 @@ def plot_multihead(view: dict):
     return fig
 
 
+@draws_view
 def update_multihead_figure(fig, view: dict) -> list:
     """Show ``view`` in a figure made by ``plot_multihead``; returns the
     artists that changed.

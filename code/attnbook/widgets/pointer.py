@@ -14,7 +14,7 @@ from ..nn.pointer import PointerNetwork
 from ..tasks.sorting import pretrained_sorter, scale_to_unit
 from ._explorer import live_explorer
 from ._frames import Choices, with_first
-from ._live import EXPLORER_DPI
+from ._live import EXPLORER_DPI, draws_view
 
 MAX_NUMBERS = 30
 #: The inputs the explorer offers in the HTML book, where nothing can be typed:
@@ -310,6 +310,7 @@ def _lay_out(fig, ax, colour_axes, title) -> None:
     )
 
 
+@draws_view
 def plot_pointer(view: dict, step: int | None = None):
     """Heat-map of the pointer distributions: decoding steps (rows) x input
     positions (columns).
@@ -322,6 +323,7 @@ def plot_pointer(view: dict, step: int | None = None):
     return fig
 
 
+@draws_view
 def update_pointer_figure(fig, view: dict, step: int | None = None) -> list:
     """Show ``view`` at ``step`` in a figure made by ``plot_pointer``; returns
     the artists that changed.

@@ -13,6 +13,7 @@ from .._checks import require_finite_number, require_int_in
 from ..core.positional import position_shift_matrix, sinusoidal_encoding
 from ._explorer import live_explorer
 from ._frames import Choices
+from ._live import draws_view
 
 #: The values the explorer's sliders take in the HTML book (frames drawn in
 #: advance): i + delta stays inside 64 positions for every pair.
@@ -76,6 +77,7 @@ def positional_view(
     }
 
 
+@draws_view
 def plot_positional(view: dict):
     """Heat-map of P with the two rows marked (left), the two rows and M @ P[i]
     (middle), M (right).
@@ -175,6 +177,7 @@ def _show_columns(axes, dim: int) -> None:
     axes.set_xticks([0, dim - 1])
 
 
+@draws_view
 def update_positional_figure(fig, view: dict) -> list:
     """Show ``view`` in a figure made by ``plot_positional``; returns the
     artists that changed.

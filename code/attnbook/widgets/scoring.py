@@ -15,6 +15,7 @@ from ..experiments.score_scaling import (
 )
 from ._explorer import live_explorer
 from ._frames import Choices
+from ._live import draws_view
 
 #: The temperatures the explorer offers in the HTML book (frames drawn in
 #: advance).
@@ -103,6 +104,7 @@ def scoring_view(
     }
 
 
+@draws_view
 def plot_scoring(view: dict):
     """Mean sorted attention weights (left); fraction of saturated trials vs d
     (right).
@@ -146,6 +148,7 @@ def plot_scoring(view: dict):
     return fig
 
 
+@draws_view
 def update_scoring_figure(fig, view: dict) -> list:
     """Show ``view`` in a figure made by ``plot_scoring``; returns the artists
     that changed.

@@ -24,6 +24,7 @@ from ..core.positional import sinusoidal_encoding
 from ..nn.self_attention import SelfAttention
 from ._explorer import live_explorer
 from ._frames import Choices
+from ._live import draws_view
 
 DEFAULT_SENTENCE = "the cat sat on the mat"
 
@@ -113,6 +114,7 @@ def self_attention_view(
     }
 
 
+@draws_view
 def plot_self_attention(view: dict):
     """The whole attention matrix with the chosen row framed (left), that row
     as bars (right).
@@ -170,6 +172,7 @@ def plot_self_attention(view: dict):
     return fig
 
 
+@draws_view
 def update_self_attention_figure(fig, view: dict) -> list:
     """Show ``view`` in a figure made by ``plot_self_attention`` for the same
     sentence; returns the changed artists.

@@ -12,7 +12,7 @@ from ..tasks.date_translator import pretrained_date_translator
 from ..tasks.dates import MAX_INPUT_LENGTH, TARGET_LENGTH
 from ._explorer import live_explorer
 from ._frames import Choices, with_first
-from ._live import EXPLORER_DPI
+from ._live import EXPLORER_DPI, draws_view
 
 #: Inputs of the dropdown: several forms and cases, then two inputs in none of
 #: the forms.
@@ -112,6 +112,7 @@ def _title(view: dict) -> str:
     )
 
 
+@draws_view
 def plot_seq2seq(view: dict):
     """The explorer's figure: the weights alpha_{t,j} of step t as bars (top)
     and the whole alignment (bottom), output steps t (rows) x input characters
@@ -184,6 +185,7 @@ def plot_seq2seq(view: dict):
     return fig
 
 
+@draws_view
 def update_seq2seq_figure(fig, view: dict) -> list:
     """Show ``view`` in a figure made by ``plot_seq2seq``; returns the artists
     that changed.

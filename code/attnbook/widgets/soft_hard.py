@@ -11,6 +11,7 @@ from ..core.attention import attention, hard_attention
 from ..core.scoring import dot_score
 from ._explorer import live_explorer
 from ._frames import Choices
+from ._live import draws_view
 
 KEY_ANGLES = (
     20.0,
@@ -103,6 +104,7 @@ def soft_hard_view(
     }
 
 
+@draws_view
 def plot_soft_hard(view: dict):
     """The keys and the query (left), outputs over a full turn (middle),
     weights vs samples (right).
@@ -168,6 +170,7 @@ def plot_soft_hard(view: dict):
     return fig
 
 
+@draws_view
 def update_soft_hard_figure(fig, view: dict) -> list:
     """Show ``view`` in a figure made by ``plot_soft_hard``; returns the
     artists that changed.

@@ -11,6 +11,7 @@ from ..measure.threads import single_thread
 from ..tasks.order_classifier import VOCAB, CLSClassifier, encode
 from ._explorer import live_explorer
 from ._frames import Choices, with_first
+from ._live import draws_view
 
 #: Inputs the explorer offers in the HTML book, where nothing can be typed: A
 #: before B, B before A, the two next to each other, and a longer input.
@@ -68,6 +69,7 @@ def cls_attention_view(
     }
 
 
+@draws_view
 def plot_cls_attention(view: dict):
     """The head's attention map, queries x keys, labelled with the tokens."""
     fig = plt.figure(figsize=(4.2, 4.4))
@@ -112,6 +114,7 @@ def _show_tokens(ax, tokens: list) -> None:
         ax.text(-0.8, i, token, ha="right", va="center", fontsize=fontsize)
 
 
+@draws_view
 def update_cls_attention_figure(fig, view: dict) -> list:
     """Show ``view`` in a figure made by ``plot_cls_attention``; returns the
     artists that changed.
