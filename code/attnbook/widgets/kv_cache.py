@@ -1,0 +1,164 @@
+"""Chapter 13 explorer: how big a key-value cache gets, and how many
+sequences fit beside the weights.
+
+The model is fixed, a 32-layer model with 32 query heads of 128 (the shape of
+Llama 2 7B and Llama 3 8B, 16 GB of 16-bit weights); the controls choose how
+it caches: the number of key-value heads, a sliding window, the context
+length and the accelerator's memory.
+"""
+
+import matplotlib.pyplot as plt
+
+from .._checks import require_int_in
+from ..measure.kv_cache import kv_cache_bytes
+from ._explorer import live_explorer
+from ._frames import Choices
+
+LAYERS, HEADS, HEAD_DIM = 32, 32, 128
+WEIGHTS_BYTES = 16 * 10**9  # 8 billion parameters in 16-bit numbers
+KV_HEADS = (32, 8, 4, 1)
+WINDOWS = (0, 4096)  # 0: no window
+CONTEXTS = (4096, 32768, 131072)
+MEMORIES_GB = (24, 80)
+_CURVE = [2**p for p in range(10, 18)]  # 1,024 ... 131,072 tokens
+_GIB = 2**30
+
+
+def kv_cache_view(
+    num_kv_heads: int = 8,
+    window: int = 0,
+    context: int = 32768,
+    memory_gb: int = 80,
+) -> dict:
+    """Cache bytes per sequence for the explorer's model (``LAYERS`` layers,
+    ``HEADS`` query heads of ``HEAD_DIM``, bfloat16) with ``num_kv_heads``
+    key-value heads and a sliding ``window`` (0: none), at ``context``
+    tokens; ``batch``: how many such sequences fit in ``memory_gb`` GB
+    beside the weights; the same bytes over ``lengths`` for the plot, with
+    and without sharing (``curve``, ``curve_mha``)."""
+    require_int_in("num_kv_heads", num_kv_heads, 1, HEADS)
+    if HEADS % num_kv_heads:
+        raise ValueError(
+            f"num_kv_heads must divide {HEADS}, got {num_kv_heads}"
+        )
+    require_int_in("window", window, 0, 2**20)
+    require_int_in("context", context, 1, 2**24)
+    require_int_in("memory_gb", memory_gb, 1, 10**4)
+
+    def cache(kv_heads, n):
+        limit = window or None
+        return kv_cache_bytes(LAYERS, kv_heads, HEAD_DIM, n, window=limit)
+
+    per_sequence = cache(num_kv_heads, context)
+    free = memory_gb * 10**9 - WEIGHTS_BYTES
+    return {
+        "setting": (num_kv_heads, window, context, memory_gb),
+        "bytes": per_sequence,
+        "per_token": cache(num_kv_heads, 1),
+        "batch": max(0, free // per_sequence),
+        "free_bytes": free,
+        "lengths": _CURVE,
+        "curve": [cache(num_kv_heads, n) for n in _CURVE],
+        "curve_mha": [
+            kv_cache_bytes(LAYERS, HEADS, HEAD_DIM, n) for n in _CURVE
+        ],
+    }
+
+
+def plot_kv_cache(view: dict):
+    """Cache GiB per sequence against the context (log-log): plain
+    multi-head (grey), the chosen setting (blue), the memory left beside the
+    weights (dotted), the chosen context (dot)."""
+    fig, ax = plt.subplots(figsize=(8, 3.4))
+    gib = [b / _GIB for b in view["curve_mha"]]
+    ax.loglog(
+        view["lengths"], gib, color="0.6", label="32 kv heads, no window"
+    )
+    ax.loglog([], [], color="C0", lw=2, label="this setting")
+    ax.plot([], [], "o", color="C0")
+    ax.axhline(0, color="C3", ls=":", label="memory beside the weights")
+    ax.set_xlim(800, 170000)
+    ax.set_ylim(0.02, 200)
+    ax.set_xlabel("context length (tokens)")
+    ax.set_ylabel("cache per sequence (GiB)")
+    ax.legend(fontsize=8, loc="upper left")
+    ax.set_title(" ", fontsize=9)
+    fig.subplots_adjust(left=0.1, right=0.97, top=0.88, bottom=0.16)
+    update_kv_cache_figure(fig, view)
+    return fig
+
+
+def update_kv_cache_figure(fig, view: dict) -> list:
+    """Show ``view`` in a figure made by ``plot_kv_cache``; returns the
+    artists that changed."""
+    (ax,) = fig.axes
+    _, curve, point, free = ax.lines
+    curve.set_data(view["lengths"], [b / _GIB for b in view["curve"]])
+    point.set_data([view["setting"][2]], [view["bytes"] / _GIB])
+    free.set_ydata([view["free_bytes"] / _GIB] * 2)
+    kv_heads, window, context, memory = view["setting"]
+    shape = f"{kv_heads} kv heads" + (f", window {window:,}" if window else "")
+    ax.title.set_text(
+        f"{shape}: {view['per_token'] / 2**10:.0f} KiB per token, "
+        f"{view['bytes'] / _GIB:.2f} GiB at {context:,} tokens; "
+        f"{view['batch']:,} sequences fit in {memory} GB"
+    )
+    return [curve, point, free, ax.title]
+
+
+def kv_cache_explorer(
+    num_kv_heads: int = 8,
+    window: int = 0,
+    context: int = 32768,
+    memory_gb: int = 80,
+):
+    """Buttons for the key-value heads, the window, the context and the
+    memory; redraws the cache's size and the batch that fits."""
+    import ipywidgets as widgets
+
+    options = {
+        "num_kv_heads": [(str(g), g) for g in KV_HEADS],
+        "window": [("none", 0)] + [(f"{w:,}", w) for w in WINDOWS[1:]],
+        "context": [(f"{n // 1024}k", n) for n in CONTEXTS],
+        "memory_gb": [(f"{m} GB", m) for m in MEMORIES_GB],
+    }
+    labels = {
+        "num_kv_heads": "kv heads",
+        "window": "window",
+        "context": "context",
+        "memory_gb": "memory",
+    }
+    first = {
+        "num_kv_heads": num_kv_heads,
+        "window": window,
+        "context": context,
+        "memory_gb": memory_gb,
+    }
+    controls = {
+        name: widgets.ToggleButtons(
+            options=options[name], value=first[name], description=labels[name]
+        )
+        for name in options
+    }
+    controls["context"] = widgets.SelectionSlider(
+        options=options["context"],
+        value=context,
+        description="context",
+        continuous_update=False,
+    )
+    frames = {
+        name: Choices(
+            labels[name],
+            options[name],
+            kind="slider" if name == "context" else "buttons",
+            value=first[name],
+        )
+        for name in options
+    }
+    return live_explorer(
+        controls,
+        kv_cache_view,
+        plot_kv_cache,
+        update_kv_cache_figure,
+        frames=frames,
+    )
