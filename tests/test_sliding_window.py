@@ -191,7 +191,16 @@ def test_queries_that_keep_nothing_get_zeros():
     q, k, v = qkv(96, 96, batch=())
     keep = sliding_window_mask(96, 96, 8).clone()
     keep[:40] = False  # the first query blocks keep no key at all
+    q, k, v = (t.requires_grad_() for t in (q, k, v))
     output = chunked_attention(q, k, v, mask=keep, chunk_size=16)
     assert (output[:40] == 0).all() and not torch.isnan(output).any()
     expected, _ = attention(q, k, v, mask=keep)
     assert agreement(output, expected, 1e-12) == "equal within 1e-12"
+    # the backward pass skips the blocks too: key block 0 (keys 0-15) is
+    # kept by no query, so its keys and values get exactly zero gradient
+    grad = torch.randn_like(output)
+    got = torch.autograd.grad(output, (q, k, v), grad)
+    wanted = torch.autograd.grad(expected, (q, k, v), grad)
+    for a, b in zip(got, wanted):
+        assert agreement(a, b, 1e-12) == "equal within 1e-12"
+    assert (got[1][:16] == 0).all() and (got[2][:16] == 0).all()

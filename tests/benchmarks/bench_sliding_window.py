@@ -10,7 +10,9 @@ a shared machine weigh little). At n = 8,192 and a window of w = 256 (chunk 128)
 Target: the window at least 4x faster than the causal mask at n = 8,192
 (n / (2 (w + chunk)) = 10.7 by counting pairs). Also reported: the time of the
 window at n = 2,048 ... 8,192, whose growth should be about linear (log-log slope
-near 1; the causal mask's near 2), and max |chunked - plain| (target <= 1e-5).
+near 1; the causal mask's near 2), max |chunked - plain| (target <= 1e-5), and
+forward + backward (the recomputing backward skips the same blocks) with the
+window against the causal mask.
 """
 
 import math
@@ -43,6 +45,22 @@ def calls(n: int, window: int, chunk: int, d: int) -> dict:
         "causal": lambda: chunked_attention(q, k, v, causal, chunk_size=chunk),
         "plain": lambda: attention(q, k, v, mask=local)[0],
     }
+
+
+def training_calls(n: int, window: int, chunk: int, d: int) -> dict:
+    """Forward + backward of chunked attention with either mask."""
+    q, k, v = (t.requires_grad_() for t in inputs(n, d))
+    grad = torch.randn(n, d, generator=torch.Generator().manual_seed(1))
+    masks = {
+        "window": sliding_window_mask(n, n, window),
+        "causal": causal_mask(n),
+    }
+
+    def train(mask):
+        output = chunked_attention(q, k, v, mask, chunk_size=chunk)
+        return torch.autograd.grad(output, (q, k, v), grad)
+
+    return {name: (lambda m=m: train(m)) for name, m in masks.items()}
 
 
 def measure(n, window, chunk, d, repeats, names) -> dict:
@@ -78,6 +96,13 @@ def run(quick: bool = False) -> list:
         size: measure(size, window, chunk, d, repeats, ("window", "causal"))
         for size in sizes
     }
+    with single_thread():
+        training = interleaved_medians(
+            training_calls(n, window, chunk, d),
+            repeats=3,
+            warmup=1,
+            clock=time.thread_time,
+        )
     label = f"n={n:,} w={window} d={d} chunk={chunk}, one thread"
     speedup = times["causal"] / times["window"]
     ms = {name: f"{t * 1e3:.0f} ms" for name, t in times.items()}
@@ -109,6 +134,18 @@ def run(quick: bool = False) -> list:
             error.item() <= ERROR_TARGET,
         ),
     ]
+    rows.append(
+        row(
+            NAME,
+            f"{label}: forward+backward, causal mask / window mask",
+            training["causal"] / training["window"],
+            "x",
+            "report",
+            None,
+            f"window {training['window'] * 1e3:.0f} ms, causal "
+            f"{training['causal'] * 1e3:.0f} ms",
+        )
+    )
     for name in ("window", "causal"):
         series = [by_size[size][name] for size in sizes]
         rows.append(

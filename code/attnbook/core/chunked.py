@@ -461,31 +461,41 @@ class RecomputingChunkedAttention(torch.autograd.Function):
                 values[..., start:stop, :].to(work),
             )
             block_mask = _mask_block(mask, start, stop)
+            rows = _kept_rows(block_mask)  # the queries that keep a key here
+            if rows is None:  # the mask drops the whole block: no gradient
+                grad_k.append(k.new_zeros(*block_shape[:-1], *k.shape[-2:]))
+                grad_v.append(v.new_zeros(*block_shape[:-1], *v.shape[-2:]))
+                continue
             # Masked keys may hold garbage (NaN, inf): keep it out of every
             # product (as the forward pass does).
             k, v = (
                 _drop_masked_garbage(k, block_mask),
                 _drop_masked_garbage(v, block_mask),
             )
-            shape = (*block_shape, stop - start)
+            if rows != slice(None):  # e.g. a sliding window: fewer queries
+                block_mask = block_mask[..., rows, :]
+            q_r, do_r, lse_r, delta_r = (
+                t[..., rows, :] for t in (q, do, log_sum_exp, delta)
+            )
+            shape = (*block_shape[:-1], q_r.shape[-2], stop - start)
             weights = weights_buffer[: math.prod(shape)].view(shape)
             grad_scores = grad_buffer[: math.prod(shape)].view(shape)
-            torch.matmul(q, k.transpose(-2, -1), out=weights)
+            torch.matmul(q_r, k.transpose(-2, -1), out=weights)
             weights.mul_(scale).sub_(
-                log_sum_exp
+                lse_r
             ).exp_()  # P = exp(S - L), the block's weights
             torch.matmul(
-                do, v.transpose(-2, -1), out=grad_scores
+                do_r, v.transpose(-2, -1), out=grad_scores
             )  # dP = dO V^T
-            grad_scores.sub_(delta).mul_(weights)  # dS = P * (dP - D)
+            grad_scores.sub_(delta_r).mul_(weights)  # dS = P * (dP - D)
             if block_mask is not None:
                 weights.masked_fill_(~block_mask, 0.0)
                 grad_scores.masked_fill_(~block_mask, 0.0)
-            grad_v.append(weights.transpose(-2, -1) @ do)
-            grad_k.append(grad_scores.transpose(-2, -1) @ q * scale)
+            grad_v.append(weights.transpose(-2, -1) @ do_r)
+            grad_k.append(grad_scores.transpose(-2, -1) @ q_r * scale)
             # dS is 0 where the mask drops a key: a NaN/inf key some other
             # query keeps must not turn it into NaN.
-            grad_q.add_(
+            grad_q[..., rows, :].add_(
                 _weighted_values(grad_scores, k, block_mask is not None),
                 alpha=scale,
             )
@@ -497,6 +507,28 @@ class RecomputingChunkedAttention(torch.autograd.Function):
             None,
             None,
         )
+
+
+def _kept_rows(block_mask):
+    """The rows (a slice) from the first to the last query that keeps a key
+    of the block; slice(None) for all of them, or when the mask has no query
+    axis; None if the block's mask keeps nothing."""
+    if block_mask is None:
+        return slice(None)
+    if block_mask.dim() < 2 or block_mask.shape[-2] == 1:
+        return slice(None) if bool(block_mask.any()) else None
+    dims = tuple(
+        d for d in range(block_mask.dim()) if d != block_mask.dim() - 2
+    )
+    kept = block_mask.any(dim=dims).nonzero().flatten()
+    if kept.numel() == 0:
+        return None
+    first, last = int(kept[0]), int(kept[-1]) + 1
+    return (
+        slice(None)
+        if (first, last) == (0, block_mask.shape[-2])
+        else slice(first, last)
+    )
 
 
 def _differentiable_backward(ctx, grad_output):
