@@ -557,3 +557,246 @@ def test_padding_mask_refuses_a_huge_lengths_view():
 def test_position_wise_layers_refuse_a_huge_view(module, x):
     view = x[:, :1].expand(2, 10**9, 8)
     refused(lambda: module(view), ValueError, "x, a broadcast view", x)
+
+
+# -- display.figures.show_heatmaps ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        (dict(titles=2.5), TypeError, "titles must be None or a list"),
+        (dict(titles=["a"]), ValueError, "titles must hold 2 labels"),
+        (dict(xticklabels="x"), TypeError, "xticklabels must be None"),
+        (dict(xticklabels=-1), TypeError, "xticklabels must be None"),
+        (dict(yticklabels=["a"]), ValueError, "yticklabels must hold 3"),
+        (dict(figsize="x"), ValueError, "figsize must be None"),
+        (dict(figsize=(2.5, -1)), ValueError, "figsize must be None"),
+        (dict(cmap=""), ValueError, "cmap must be a matplotlib colour map"),
+        (dict(cmap=3), ValueError, "cmap must be"),
+        (dict(vmin=10**400), ValueError, "vmin must be None or a finite"),
+        (dict(vmax="x"), ValueError, "vmax must be None or a finite"),
+    ],
+)
+def test_show_heatmaps_checks_its_options_before_drawing(kwargs, error, match):
+    import matplotlib.pyplot as plt
+
+    from attnbook.display.figures import show_heatmaps
+
+    matrices = torch.rand(2, 2, 3, 4)
+    figures = plt.get_fignums()
+    refused(lambda: show_heatmaps(matrices, **kwargs), error, match, matrices)
+    assert plt.get_fignums() == figures  # no half-drawn figure left open
+
+
+def test_show_heatmaps_refuses_a_huge_view():
+    from attnbook.display.figures import show_heatmaps
+
+    view = torch.rand(1, 4).expand(10**9, 4)
+    refused(lambda: show_heatmaps(view), ValueError, "matrices, a broadcast")
+
+
+# -- helpers: training settings, explorers' figures, experiments ---------
+
+
+@pytest.mark.parametrize(
+    "settings, match",
+    [
+        (dict(steps=2.5), "steps must be a positive int"),
+        (dict(steps=0), "steps must be a positive int"),
+        (dict(batch_size=None), "batch_size must be a positive int"),
+        (dict(warmup="3"), "warmup must be a non-negative int"),
+        (dict(seed=10**400), "seed = 1000"),
+        (dict(lr=float("nan")), "lr must be a finite number"),
+        (dict(lr=0.0), r"lr must be in \(0.0"),
+        (dict(lr=1e300), "lr must be in"),
+        (dict(weight_decay=-1.0), r"weight_decay must be in \[0.0"),
+        (dict(eval_every=0), "eval_every must be a positive int"),
+    ],
+)
+def test_require_training_names_the_setting(settings, match):
+    with pytest.raises(ValueError, match=match):
+        _checks.require_training(**settings)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(steps=None), "steps"),
+        (dict(lr=-1.0), "lr"),
+        (dict(weight_decay=float("nan")), "weight_decay"),
+        (dict(warmup=10**400), "warmup"),
+        (dict(seed=2.5), "seed"),
+        (dict(batch_size=10**12), "batch_size"),
+        (dict(config="x"), "config must be a dict"),
+    ],
+)
+def test_train_language_model_refuses_bad_settings_before_training(
+    kwargs, match
+):
+    from attnbook.tasks.language_model import train_language_model
+
+    call = {"steps": 1, "batch_size": 2, "progress": False, **kwargs}
+    refused(
+        lambda: train_language_model(**call), (TypeError, ValueError), match
+    )
+
+
+def test_text_batch_refuses_a_batch_beyond_the_limit():
+    from attnbook.tasks.text import text_batch
+
+    ids, g = torch.zeros(100, dtype=torch.long), torch.Generator()
+    state = g.get_state()
+    refused(
+        lambda: text_batch(ids, 10**12, 8, g), ValueError, "the batch", ids
+    )
+    assert torch.equal(g.get_state(), state)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(steps="3"), "steps"),
+        (dict(lr=None), "lr"),
+        (dict(batch_size=0), "batch_size"),
+        (dict(warmup=None), "warmup"),
+        (dict(seed=None), "seed"),
+    ],
+)
+def test_train_date_transformer_refuses_bad_settings(kwargs, match):
+    from attnbook.train.date_transformer import train_date_transformer
+
+    call = {"steps": 1, "batch_size": 2, "lr": 1e-3, "warmup": 1, "seed": 0}
+    call.update(kwargs)
+    refused(lambda: train_date_transformer(**call), ValueError, match)
+
+
+def test_random_dates_refuses_a_list_beyond_the_limit():
+    from attnbook.tasks.dates import random_dates
+
+    refused(
+        lambda: random_dates(10**12, torch.Generator()), ValueError, "dates"
+    )
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(steps=2.5), "steps"),
+        (dict(eval_every=0), "eval_every"),
+        (dict(seed="3"), "seed"),
+        (dict(batch_size=None), "batch_size"),
+        (dict(n_test=0), "n_test"),
+    ],
+)
+def test_train_selector_refuses_bad_settings(kwargs, match):
+    from attnbook.experiments.hard_training import train_selector
+
+    refused(lambda: train_selector("soft", **kwargs), ValueError, match)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(methods=None), "methods must be a non-empty"),
+        (dict(seeds=[]), "seeds must be a non-empty"),
+        (dict(lrs="abc"), "lrs must be a non-empty"),
+        (dict(level=None), "level must be a finite number"),
+    ],
+)
+def test_compare_selectors_checks_its_grid(kwargs, match):
+    from attnbook.experiments.hard_training import compare_selectors
+
+    refused(lambda: compare_selectors(**kwargs), ValueError, match)
+
+
+@pytest.mark.parametrize(
+    "args, error, match",
+    [
+        ((None, torch.randn(3)), TypeError, "log_probs must be a torch"),
+        ((torch.randn(3), "abc"), TypeError, "losses must be a torch"),
+        ((torch.randn(0), torch.randn(0)), ValueError, "batch >= 1"),
+        ((torch.randn(3), torch.randn(4)), ValueError, "batch must match"),
+        ((torch.randn(3), torch.randn(3) > 0), TypeError, "losses must be"),
+    ],
+)
+def test_reinforce_surrogate_checks_its_tensors(args, error, match):
+    from attnbook.experiments.hard_training import reinforce_surrogate
+
+    refused(lambda: reinforce_surrogate(*args), error, match, *args)
+
+
+@pytest.mark.parametrize("baseline", [1e300, 10**400, None, "1"])
+def test_reinforce_surrogate_refuses_a_baseline_its_dtype_cannot_hold(
+    baseline,
+):
+    from attnbook.experiments.hard_training import reinforce_surrogate
+
+    log_p, losses = torch.randn(3), torch.rand(3)
+    refused(
+        lambda: reinforce_surrogate(log_p, losses, baseline),
+        ValueError,
+        "baseline",
+        log_p,
+        losses,
+    )
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        (dict(layer=None), TypeError, "layer must be callable"),
+        (dict(n=0), ValueError, "n must be a positive int"),
+        (dict(dim=2.5), ValueError, "dim must be a positive int"),
+        (dict(seed=True), ValueError, "seed must be"),
+        (dict(n=10**12), ValueError, "the input of shape"),
+        (dict(layer=torch.nn.Linear(4, 4)), TypeError, "x has dtype"),
+    ],
+)
+def test_sees_first_position_checks_its_arguments(kwargs, error, match):
+    from attnbook.experiments.complexity import (
+        RecurrentLayer,
+        sees_first_position,
+    )
+
+    call = {"layer": RecurrentLayer(4).double(), "n": 6, "dim": 4, **kwargs}
+    refused(lambda: sees_first_position(**call), error, match)
+
+
+@pytest.mark.parametrize(
+    "x, error, match",
+    [
+        (None, TypeError, "x must be a torch.Tensor"),
+        (torch.randn(6, 4), ValueError, r"x must have shape \(B, n, 4\)"),
+        (torch.randn(2, 6, 0), ValueError, r"x must have shape \(B, n, 4\)"),
+        (torch.randn(2, 6, 4).double(), TypeError, "x has dtype"),
+    ],
+)
+def test_the_complexity_layers_check_x(x, error, match):
+    from attnbook.experiments.complexity import ConvStack, RecurrentLayer
+
+    for layer in (RecurrentLayer(4), ConvStack(4)):
+        refused(lambda: layer(x), error, match)
+
+
+def test_explorer_figures_refuse_what_is_not_a_figure_or_a_view():
+    import matplotlib.pyplot as plt
+
+    from attnbook.widgets.basics import (
+        kernel_regression_view,
+        plot_kernel_regression,
+        update_kernel_regression_figure,
+    )
+
+    view = kernel_regression_view()
+    for bad in (None, {}, "x"):
+        with pytest.raises(TypeError, match="view must be the dict"):
+            plot_kernel_regression(bad)
+    fig = plot_kernel_regression(view)
+    try:
+        for bad in (None, 3, torch.nn.Linear(2, 2)):
+            with pytest.raises(TypeError, match="fig must be the matplotlib"):
+                update_kernel_regression_figure(bad, view)
+        assert update_kernel_regression_figure(fig, view)
+    finally:
+        plt.close(fig)

@@ -716,6 +716,44 @@ fn(
 
 # nn
 fn("core.masking.causal_mask", n_q=4)
+fn("core.masking.sliding_window_mask", n_q=4, n_k=6, window=3)
+fn(
+    "core.grouped_query.grouped_query_attention",
+    queries=lambda: R(2, 4, 3, 4),
+    keys=lambda: R(2, 2, 5, 4),
+    values=lambda: R(2, 2, 5, 6),
+    mask=lambda: keep(2, 1, 3, 5),
+)
+fn(
+    "measure.kv_cache.kv_cache_bytes",
+    num_layers=2,
+    num_kv_heads=2,
+    head_dim=4,
+    seq_len=16,
+    window=8,
+)
+fn(
+    "measure.kv_cache.mla_cache_bytes",
+    num_layers=2,
+    latent_dim=8,
+    rope_dim=4,
+    seq_len=16,
+)
+fn("measure.kv_cache.published_cache_bytes", name="Llama 2 7B", seq_len=16)
+MLA_SIZES = dict(embed_dim=8, num_heads=2, latent_dim=4, rope_dim=2)
+fn("nn.latent_attention.MultiHeadLatentAttention", **MLA_SIZES)
+MLA = _cls("nn.latent_attention.MultiHeadLatentAttention", 8, 2, 4, None, 2)
+method(
+    "nn.latent_attention.MultiHeadLatentAttention.compress",
+    MLA,
+    x=lambda: R(2, 5, 8),
+)
+method(
+    "nn.latent_attention.MultiHeadLatentAttention.forward",
+    MLA,
+    x=lambda: R(2, 5, 8),
+    mask=lambda: resolve("attnbook.core.masking.causal_mask")(5),
+)
 DEC = ("nn.decoder.TransformerDecoderBlock", 8, 2, 16)
 fn(
     "nn.decoder.TransformerDecoderBlock",
@@ -1359,6 +1397,11 @@ VIEWS = {
         {"translator": lambda: shipped("date_translator")},
     ),
     "soft_hard": ("soft_hard", {}),
+    "kv_cache": ("kv_cache", {}),
+    "language_model": (
+        "decoding",
+        {"lm": lambda: shipped("language_model")},
+    ),
     "transformer": (
         "cls_attention",
         {"model": lambda: shipped("order_classifier")},
@@ -1391,6 +1434,7 @@ for _module, (_stem, _kwargs) in VIEWS.items():
         return update, {"fig": figure, "view": built}
 
     SPECS[f"attnbook.widgets.{_module}.update_{_stem}_figure"] = Spec(_update)
+fn("widgets.language_model.visible", text="a b\nc")
 fn("widgets.multihead.example_hand")
 fn("widgets.pointer.parse_numbers", text="20, 5, 10")
 fn("widgets.self_attention.word_vector", word="cat")

@@ -11,6 +11,8 @@ import matplotlib.pyplot as plt
 import torch
 from matplotlib.text import Text
 
+from .._checks import is_finite_number, require_tensor
+
 #: Width in CSS pixels of the HTML book's figure column (at a 1280 px window):
 #: a wider picture is shrunk to it, and its text with it.
 BOOK_COLUMN_PX = 672
@@ -136,6 +138,8 @@ MAX_PANELS = 64
 
 def _as_grid(matrices) -> torch.Tensor:
     """Turn a 2-D, 3-D or 4-D stack of matrices into (rows, cols, n_q, n_k)."""
+    if isinstance(matrices, torch.Tensor):
+        require_tensor("matrices", matrices)
     try:
         matrices = torch.as_tensor(matrices).detach().cpu().float()
     except (TypeError, ValueError, RuntimeError):
@@ -157,6 +161,46 @@ def _as_grid(matrices) -> torch.Tensor:
     raise ValueError(
         f"matrices must be 2-D, 3-D or 4-D, got shape {tuple(matrices.shape)}"
     )
+
+
+def _check_options(**labels) -> None:
+    """Each (labels, n): None, or n labels in a list, tuple or array."""
+    for name, (values, n) in labels.items():
+        if values is None:
+            continue
+        if isinstance(values, str) or not hasattr(values, "__len__"):
+            raise TypeError(
+                f"{name} must be None or a list of {n} labels, got "
+                f"{values!r:.40}"
+            )
+        if len(values) != n:
+            raise ValueError(f"{name} must hold {n} labels, got {len(values)}")
+
+
+def _check_style(figsize, cmap, vmin, vmax) -> None:
+    """figsize None or (width, height) > 0; cmap a colour map or its name;
+    vmin, vmax None or finite numbers."""
+    if figsize is not None and not (
+        isinstance(figsize, (tuple, list))
+        and len(figsize) == 2
+        and all(is_finite_number(x) and x > 0 for x in figsize)
+    ):
+        raise ValueError(
+            f"figsize must be None or (width, height) in inches, got "
+            f"{figsize!r:.40}"
+        )
+    if not isinstance(cmap, matplotlib.colors.Colormap) and (
+        not isinstance(cmap, str) or cmap not in matplotlib.colormaps
+    ):
+        raise ValueError(
+            f"cmap must be a matplotlib colour map or its name (e.g. 'Reds'),"
+            f" got {cmap!r:.40}"
+        )
+    for name, value in (("vmin", vmin), ("vmax", vmax)):
+        if value is not None and not is_finite_number(value):
+            raise ValueError(
+                f"{name} must be None or a finite number, got {value!r:.40}"
+            )
 
 
 def show_heatmaps(
@@ -187,10 +231,12 @@ def show_heatmaps(
             f"{rows} x {cols} heat-maps are too many to draw in one figure "
             f"(at most {MAX_PANELS}): pass a slice of them"
         )
-    if titles is not None and len(titles) != cols:
-        raise ValueError(
-            f"got {len(titles)} titles for {cols} columns of heat-maps"
-        )
+    _check_options(
+        titles=(titles, cols),
+        xticklabels=(xticklabels, n_k),
+        yticklabels=(yticklabels, n_q),
+    )
+    _check_style(figsize, cmap, vmin, vmax)
     if figsize is None:
         figsize = (min(2.6 * cols, 13), min(2.4 * rows, 10))
     fig, axes = plt.subplots(
