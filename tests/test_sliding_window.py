@@ -4,6 +4,8 @@ skips the blocks such a mask drops entirely."""
 import pytest
 import torch
 
+from attnbook import agreement, attention, chunked_attention
+from attnbook.core import chunked
 from attnbook.core.masking import causal_mask, sliding_window_mask
 
 
@@ -75,9 +77,6 @@ def test_sliding_window_mask_on_a_device():
 # ---------------------------------------------------------------------------
 # chunked_attention skips the blocks a sliding window drops
 # ---------------------------------------------------------------------------
-
-from attnbook import agreement, attention, chunked_attention  # noqa: E402
-from attnbook.core import chunked  # noqa: E402
 
 
 def qkv(n_q, n_k, d=16, d_v=8, batch=(2,), seed=0, dtype=torch.float64):

@@ -57,8 +57,9 @@ from .multihead import merge_heads, split_heads
 
 
 class MultiHeadLatentAttention(nn.Module):
-    """Multi-head latent attention (DeepSeek-V2): causal-cache-friendly
-    self-attention whose cache is a latent of ``latent_dim`` per position.
+    """Multi-head latent attention (DeepSeek-V2): self-attention whose cache
+    holds, per position, a latent of ``latent_dim`` and a rotary key of
+    ``rope_dim``, shared by every head.
 
     embed_dim (E), num_heads (n_h), latent_dim (d_c); head_dim (d_h, default
     E / n_h); rope_dim (d_h^R, even; 0: no position information). Parameters
