@@ -445,6 +445,13 @@ def keep_global_rng():
 _GLOBAL_RNG_LOCK = threading.RLock()
 
 
+def seeded_generator(seed) -> torch.Generator:
+    """A new ``torch.Generator`` seeded ``seed``, an int >= 0 (a
+    ``ValueError`` naming seed otherwise)."""
+    require_int("seed", seed, minimum=0)
+    return torch.Generator().manual_seed(seed)
+
+
 @contextmanager
 def seeded(seed: int):
     """Build with torch's global generator seeded ``seed``, then restore it.
@@ -612,6 +619,17 @@ def require_lengths(
             f"{name} must be in [{minimum}, {n}], got {lengths.tolist()}"
         )
     return lengths
+
+
+def require_translator(translator):
+    """Anything with a ``translate(list of str) -> list of str`` method (a
+    date translator): ``TypeError`` otherwise."""
+    if not callable(getattr(translator, "translate", None)):
+        raise TypeError(
+            "translator must have a translate(sources) method (a date "
+            f"translator), got {type(translator).__name__}"
+        )
+    return translator
 
 
 def require_generator(name: str, generator, allow_none: bool = False):

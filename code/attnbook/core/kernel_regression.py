@@ -14,6 +14,7 @@ from .._checks import (
     require_positive,
     require_same_dtype,
     require_same_size,
+    seeded_generator,
 )
 from .masking import masked_softmax
 
@@ -136,7 +137,7 @@ def regression_data(
     require_finite_number("noise", noise, low=0.0, high=1e30)
     require_int("seed", seed, minimum=0)
     require_matrix_fits("the data", (max(n_train, n_test),), torch.float32)
-    generator = torch.Generator().manual_seed(seed)
+    generator = seeded_generator(seed)
     x_train, _ = torch.sort(torch.rand(n_train, generator=generator) * 5)
     y_train = regression_target(x_train) + noise * torch.randn(
         n_train, generator=generator

@@ -23,6 +23,7 @@ from .._checks import (
     require_weights_fit,
     restores_rng_on_error,
     seeded,
+    seeded_generator,
 )
 from ..measure.threads import single_thread, torch_threads
 from ..measure.timing import calls_per_sample, mean_call_time, median_call_time
@@ -198,7 +199,7 @@ def sees_first_position(layer, n: int, dim: int, seed: int = 0) -> bool:
         1,
         n,
         dim,
-        generator=torch.Generator().manual_seed(seed),
+        generator=seeded_generator(seed),
         dtype=torch.float64,
     )
     x.requires_grad_(True)
@@ -222,7 +223,7 @@ def conv_layers_to_connect(
         1,
         n,
         dim,
-        generator=torch.Generator().manual_seed(seed),
+        generator=seeded_generator(seed),
         dtype=torch.float64,
     )
     x.requires_grad_(True)
@@ -298,7 +299,7 @@ def time_layers(
     for n in lengths:
         require_int("sequence length", n, 1)
     layers = comparison_layers(dim, conv_layers=conv_layers, seed=seed)
-    generator = torch.Generator().manual_seed(seed)
+    generator = seeded_generator(seed)
     inputs = [torch.randn(1, n, dim, generator=generator) for n in lengths]
     jobs = [(name, i) for name in layers for i in range(len(lengths))]
     samples = {job: [] for job in jobs}

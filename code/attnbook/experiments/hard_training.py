@@ -33,7 +33,9 @@ from .._checks import (
     require_same_device,
     require_same_size,
     require_training,
+    require_weights_fit,
     restores_rng_on_error,
+    seeded_generator,
 )
 from ..core.attention import attention_weights
 from ..core.scoring import scaled_dot_score
@@ -48,7 +50,7 @@ def hidden_direction(dim: int, seed: int = 0) -> torch.Tensor:
     require_int("dim", dim)
     require_int("seed", seed, minimum=0)
     direction = torch.randn(
-        dim, generator=torch.Generator().manual_seed(seed), dtype=torch.float64
+        dim, generator=seeded_generator(seed), dtype=torch.float64
     )
     return direction / direction.norm()
 
@@ -92,6 +94,8 @@ class QuerySelector(nn.Module):
     @restores_rng_on_error
     def __init__(self, dim: int):
         super().__init__()
+        require_int("dim", dim)
+        require_weights_fit("QuerySelector", (dim,))
         self.query = nn.Parameter(torch.zeros(dim, dtype=torch.float64))
 
     def forward(self, items: torch.Tensor) -> torch.Tensor:
@@ -345,7 +349,7 @@ def _train(
     baseline,
 ) -> dict:
     """The training loop of ``train_selector`` (arguments already checked)."""
-    data_generator = torch.Generator().manual_seed(seed)
+    data_generator = seeded_generator(seed)
     sample_generator = torch.Generator().manual_seed(seed + 1)
     test_items, test_target = selection_task(
         n_test, n_items, dim, torch.Generator().manual_seed(seed + 2)

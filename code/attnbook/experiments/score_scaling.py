@@ -19,6 +19,7 @@ from .._checks import (
     require_int,
     require_matrix_fits,
     require_positive,
+    seeded_generator,
 )
 from ..core.scoring import dot_score, scaled_dot_score
 
@@ -55,7 +56,7 @@ def random_queries_and_keys(
         torch.float64,
         hint="use fewer, or",
     )
-    generator = torch.Generator().manual_seed(seed)
+    generator = seeded_generator(seed)
     queries = torch.randn(
         n_trials, 1, dim, generator=generator, dtype=torch.float64
     )

@@ -72,6 +72,11 @@ def mean_call_time(function, number: int, clock=time.perf_counter) -> float:
     """Mean time of one ``function()`` call over ``number`` back-to-back
     calls, in seconds of ``clock``."""
     require_int("number", number)
+    for name, value in (("function", function), ("clock", clock)):
+        if not callable(value):
+            raise TypeError(
+                f"{name} must be callable, got {type(value).__name__}"
+            )
     start = clock()
     for _ in range(number):
         function()

@@ -33,15 +33,20 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from .._checks import (
+    require_bool_mask,
     require_flag,
+    require_float,
     require_ids,
     require_int,
     require_lengths,
+    require_module_dtype,
     require_positive,
     require_same_size,
+    require_shape,
     require_tensor,
     require_weights_fit,
     restores_rng_on_error,
+    seeded_generator,
 )
 from ..core.attention import attention
 from ..core.masking import lengths_to_mask
@@ -79,6 +84,31 @@ def _check_target_tokens(embedding, args):
     """The previous tokens a decoder step embeds: (B,) ids of the target
     vocabulary."""
     require_ids("previous target tokens", args[0], embedding.num_embeddings)
+
+
+def _check_decoder_state(model, state, states, summary, keep, prev=None):
+    """A decoder step's inputs: state (B, H), states (B, n, 2H), summary
+    (B, 2H) in the model's dtype, keep (B, n) boolean; prev (B,) ids."""
+    hidden = model.config["hidden_dim"]
+    require_float("states", states)
+    batch, n = require_shape("states", states, (None, None, 2 * hidden)).shape[
+        :2
+    ]
+    for name, tensor, size in (
+        ("state", state, hidden),
+        ("summary", summary, 2 * hidden),
+    ):
+        require_float(name, tensor)
+        require_shape(name, tensor, (batch, None))
+        require_same_size("feature size", name, tensor.shape[1], "H", size)
+    require_module_dtype(model, state=state, states=states, summary=summary)
+    require_bool_mask(keep, torch.Size((batch, n)), name="keep")
+    if tuple(keep.shape) != (batch, n):
+        raise ValueError(
+            f"keep must have shape ({batch}, {n}), got {tuple(keep.shape)}"
+        )
+    if prev is not None:
+        require_shape("prev_tokens", prev, (batch,))
 
 
 class Seq2Seq(nn.Module):
@@ -190,6 +220,7 @@ class Seq2Seq(nn.Module):
         state: (B, H) s_{t-1}; states: (B, n, 2H) E; summary: (B, 2H) c;
         keep: (B, n). Returns (c_t (B, 2H), alpha_t (B, n) or None).
         """
+        _check_decoder_state(self, state, states, summary, keep)
         if self.score is None:
             return summary, None
         # One query per sequence: (B, 1, H); keys = values = E; mask (B, 1, n)
@@ -202,6 +233,7 @@ class Seq2Seq(nn.Module):
 
         Returns (logits (B, V), s_t (B, H), alpha_t (B, n) or None).
         """
+        _check_decoder_state(self, state, states, summary, keep, prev_tokens)
         y = self.tgt_embed(prev_tokens)
         c, weights = self.context(state, states, summary, keep)
         state = self.cell(torch.cat([y, c], dim=-1), state)
@@ -298,7 +330,7 @@ def train_seq2seq(
             "make_batch must be a function of a generator, got "
             f"{make_batch!r:.40}"
         )
-    generator = torch.Generator().manual_seed(seed)
+    generator = seeded_generator(seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     schedule = torch.optim.lr_scheduler.OneCycleLR(
         optimizer, max_lr=lr, total_steps=steps, pct_start=0.1

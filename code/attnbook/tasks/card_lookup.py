@@ -39,6 +39,7 @@ from .._checks import (
     require_weights_fit,
     restores_rng_on_error,
     seeded,
+    seeded_generator,
 )
 from .._weights import load_pinned
 from ..measure.threads import torch_threads
@@ -248,7 +249,7 @@ def train_card_lookup(
     require_float_dtype("dtype", dtype)
     with torch_threads(threads), seeded(seed):
         model = CardLookup(num_heads).to(dtype)
-        generator = torch.Generator().manual_seed(seed)
+        generator = seeded_generator(seed)
         optimizer = torch.optim.Adam(model.parameters(), lr=lr)
         losses = []
         for _ in range(steps):
@@ -322,6 +323,16 @@ def _shipped_model(num_heads: int, steps: int, seed: int) -> CardLookup:
 def card_lookup_from(saved: dict, name: str) -> CardLookup:
     """Run ``name`` of the dict ``python -m attnbook.train.card_lookup``
     writes, in eval mode."""
+    if not isinstance(saved, dict) or {"info", "models"} - set(saved):
+        raise TypeError(
+            "saved must be the dict python -m attnbook.train.card_lookup "
+            f"writes (keys 'info', 'models'), got {str(saved):.40}"
+        )
+    if not isinstance(name, str) or name not in saved["info"]:
+        raise ValueError(
+            f"name must be one of the saved runs {sorted(saved['info'])[:4]}"
+            f"..., got {name!r:.40}"
+        )
     with (
         keep_global_rng()
     ):  # building the module draws initial weights, overwritten below
@@ -356,7 +367,7 @@ def lookup_report(
         )
     require_int("num_hands", num_hands)
     with torch_threads(1):
-        batch = lookup_batch(num_hands, 1, torch.Generator().manual_seed(seed))
+        batch = lookup_batch(num_hands, 1, seeded_generator(seed))
         digit_logits, colour_logits, weights = _run(model, batch)
     different = (batch["colour_card"] != batch["digit_card"])[:, 0]
     weights = weights[:, :, 0]  # (B, h, n)

@@ -9,6 +9,7 @@ from .._checks import (
     require_int,
     require_lengths,
     require_matrix_fits,
+    seeded_generator,
 )
 from .._weights import load_pinned
 from ..core.masking import lengths_to_mask
@@ -88,7 +89,7 @@ def copy_accuracy(
     require_int("num_sequences", num_sequences)
     require_int("seed", seed, minimum=0)
     src, lengths, _, tgt_out = copy_batch(
-        num_sequences, length, torch.Generator().manual_seed(seed)
+        num_sequences, length, seeded_generator(seed)
     )
     tokens, _ = model.eval().greedy_decode(src, lengths, max_steps=length + 1)
     if tokens.shape[1] < tgt_out.shape[1]:

@@ -4,7 +4,14 @@ Transformer, shipped as pinned weights."""
 
 import torch
 
-from .._checks import keep_global_rng, require_flag, require_int, seeded
+from .._checks import (
+    keep_global_rng,
+    require_flag,
+    require_int,
+    require_translator,
+    seeded,
+    seeded_generator,
+)
 from .._weights import load_pinned
 from ..measure.parameters import count_parameters
 from ..nn.decoder import EncoderDecoderTransformer
@@ -118,10 +125,9 @@ def date_accuracy(
     ``seed``)."""
     from .dates import random_date_pairs
 
+    require_translator(translator)
     require_int("num_dates", num_dates)
-    sources, targets = random_date_pairs(
-        num_dates, torch.Generator().manual_seed(seed)
-    )
+    sources, targets = random_date_pairs(num_dates, seeded_generator(seed))
     outputs = []
     for start in range(0, num_dates, 500):
         outputs += translator.translate(sources[start : start + 500])

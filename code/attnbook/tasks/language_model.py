@@ -16,7 +16,12 @@ import time
 import torch
 import torch.nn.functional as F
 
-from .._checks import keep_global_rng, require_int, require_training
+from .._checks import (
+    keep_global_rng,
+    require_int,
+    require_training,
+    seeded_generator,
+)
 from .._weights import load_pinned
 from ..core.sampling import check_sampling, next_token_distribution
 from ..measure.threads import single_thread
@@ -205,7 +210,7 @@ class PretrainedLanguageModel:
             raise ValueError(f"seed must be >= 0, got {seed!r}")
         if not isinstance(use_cache, bool):
             raise TypeError(f"use_cache must be a bool, got {use_cache!r}")
-        generator = torch.Generator().manual_seed(seed)
+        generator = seeded_generator(seed)
         with single_thread():
             out = self.model.generate(
                 ids[None],

@@ -18,8 +18,13 @@ from torch import nn
 from .._checks import (
     keep_global_rng,
     require_float_dtype,
+    require_generator,
+    require_ids,
     require_int,
+    require_matrix_fits,
     require_positive,
+    require_tensor,
+    require_weights_fit,
     restores_rng_on_error,
     seeded,
 )
@@ -46,6 +51,32 @@ VOCAB = (PAD, CLS, A, B) + FILLERS
 TOKEN_ID = {token: i for i, token in enumerate(VOCAB)}
 
 
+def _check_batch_sizes(batch_size, max_len, min_len, generator) -> None:
+    """Sizes of ``order_batch``: ints, the batch within the memory limit."""
+    require_int("batch_size", batch_size)
+    require_int("max_len", max_len)
+    require_int("min_len", min_len)
+    require_generator("generator", generator, allow_none=True)
+    require_matrix_fits(
+        "the batch", (batch_size, max_len), torch.int64, "make it smaller or"
+    )
+
+
+def _check_labels(model, tokens, labels) -> None:
+    """model a CLSClassifier; tokens (B, n); labels (B,) integer classes."""
+    if not isinstance(model, CLSClassifier):
+        raise TypeError(
+            f"model must be a CLSClassifier, got {type(model).__name__}"
+        )
+    require_tensor("tokens", tokens)
+    require_ids("labels", labels, model.head.out_features, dims=1)
+    if tokens.dim() != 2 or len(labels) != len(tokens):
+        raise ValueError(
+            f"labels must hold one class per sequence of tokens "
+            f"{tuple(tokens.shape)}, got shape {tuple(labels.shape)}"
+        )
+
+
 def order_batch(
     batch_size: int, max_len: int = 24, min_len: int = 3, generator=None
 ):
@@ -57,6 +88,7 @@ def order_batch(
     has between ``min_len`` and ``max_len`` tokens (with [CLS]), exactly one A
     and one B.
     """
+    _check_batch_sizes(batch_size, max_len, min_len, generator)
     if not 3 <= min_len <= max_len:
         raise ValueError(
             f"need 3 <= min_len <= max_len, got min_len={min_len}, max_len="
@@ -126,6 +158,9 @@ class CLSClassifier(nn.Module):
         dropout: float = 0.0,
     ):
         super().__init__()
+        require_int("embed_dim", embed_dim)
+        require_int("num_classes", num_classes)
+        require_weights_fit("CLSClassifier's head", (num_classes, embed_dim))
         self.encoder = TransformerEncoder(
             vocab_size,
             embed_dim,
@@ -146,6 +181,7 @@ class CLSClassifier(nn.Module):
 @torch.no_grad()
 def accuracy(model: nn.Module, tokens, valid_lens, labels) -> float:
     """Fraction of sequences whose arg-max class equals the label."""
+    _check_labels(model, tokens, labels)
     model.eval()
     return (
         (model(tokens, valid_lens).argmax(dim=-1) == labels)

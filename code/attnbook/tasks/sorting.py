@@ -17,6 +17,7 @@ from .._checks import (
     require_positive,
     require_weights_fit,
     seeded,
+    seeded_generator,
 )
 from .._weights import load_pinned
 from ..measure.threads import torch_threads
@@ -117,7 +118,7 @@ def sorting_accuracy(
     require_int("num_sequences", num_sequences)
     require_int("seed", seed, minimum=0)
     require_int("batch_size", batch_size)
-    generator = torch.Generator().manual_seed(seed)
+    generator = seeded_generator(seed)
     correct, remaining = 0, num_sequences
     while remaining > 0:
         size = min(batch_size, remaining)
@@ -161,7 +162,7 @@ def train_sorter(
     # seeds its own stream (threads wait); the reader's is restored after
     with torch_threads(threads), seeded(seed):
         model = PointerNetwork(hidden_dim)
-        generator = torch.Generator().manual_seed(seed)
+        generator = seeded_generator(seed)
         optimizer = torch.optim.Adam(model.parameters(), lr=lr)
         decay = (final_lr / lr) ** (1.0 / max(steps - 1, 1))
         schedule = torch.optim.lr_scheduler.ExponentialLR(

@@ -20,6 +20,7 @@ import torch
 
 from .._checks import (
     require_generator,
+    require_ids,
     require_int,
     require_matrix_fits,
     require_tensor,
@@ -53,7 +54,12 @@ def encode(text: str) -> torch.Tensor:
 
 def decode(ids) -> str:
     """The string of token ids (n,) (a tensor or a list of ints)."""
-    ids = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
+    if isinstance(ids, torch.Tensor):
+        ids = require_ids("ids", ids, len(VOCAB), dims=1).tolist()
+    elif not isinstance(ids, (list, tuple, range)) or not all(
+        isinstance(i, int) and not isinstance(i, bool) for i in ids
+    ):
+        raise TypeError(f"ids must be a tensor or a list of ints: {ids!r:.40}")
     bad = [i for i in ids if not 0 <= i < len(VOCAB)]
     if bad:
         raise ValueError(f"token id {bad[0]} is outside [0, {len(VOCAB)})")

@@ -26,7 +26,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from .._checks import require_training
+from .._checks import require_training, seeded_generator
 from .._weights import training_arguments, weights_digest
 from ..measure.parameters import count_parameters
 from ..tasks.date_transformer import (
@@ -77,7 +77,7 @@ def train_date_transformer(
             * (1 + math.cos(math.pi * (s - warmup) / max(1, steps - warmup)))
         ),
     )
-    generator = torch.Generator().manual_seed(seed)
+    generator = seeded_generator(seed)
     losses = []
     threads = torch.get_num_threads()
     torch.set_num_threads(1)

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import torch
 
+from .._checks import require_int, require_translator, seeded_generator
 from ..measure.parameters import count_parameters
 from ..nn.seq2seq import Seq2Seq, train_seq2seq
 from ..tasks.date_translator import (
@@ -72,9 +73,10 @@ def date_accuracy(
 ):
     """(exact-match accuracy, list of (source, target, output) mistakes) on
     ``size`` fresh dates."""
-    sources, targets = random_date_pairs(
-        size, torch.Generator().manual_seed(seed)
-    )
+    require_translator(translator)
+    require_int("size", size)
+    require_int("batch", batch)
+    sources, targets = random_date_pairs(size, seeded_generator(seed))
     outputs = []
     for i in range(0, size, batch):
         outputs += translator.translate(sources[i : i + batch])

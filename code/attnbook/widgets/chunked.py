@@ -6,7 +6,7 @@ import math
 import matplotlib.pyplot as plt
 import torch
 
-from .._checks import require_int_in
+from .._checks import require_int_in, seeded_generator
 from ..core.attention import attention
 from ..core.chunked import StreamingAttention
 from ..measure.memory import score_matrix_bytes
@@ -62,7 +62,7 @@ def chunked_view(
     require_int_in("seed", seed, 0, 2**63 - 1)
     # tiny tensors: one thread never waits for another (fast on a busy machine)
     with single_thread():
-        generator = torch.Generator().manual_seed(seed)
+        generator = seeded_generator(seed)
         query = torch.randn(1, d, generator=generator)
         keys = torch.randn(n, d, generator=generator)
         values = torch.randn(n, d, generator=generator)

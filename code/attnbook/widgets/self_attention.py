@@ -17,7 +17,9 @@ import torch
 from .._checks import (
     keep_global_rng,
     require_flag,
+    require_int,
     require_int_in,
+    require_matrix_fits,
     require_text,
 )
 from ..core.positional import sinusoidal_encoding
@@ -36,6 +38,10 @@ def word_vector(word: str, dim: int = 16, seed: int = 0) -> torch.Tensor:
     The generator is seeded from a CRC-32 of the word (Python's ``hash`` of a
     str changes from run to run), so equal words always get equal vectors.
     """
+    require_text("word", word)
+    require_int("dim", dim)
+    require_int("seed", seed, minimum=0)
+    require_matrix_fits("the vector", (dim,), torch.float32)
     generator = torch.Generator().manual_seed(
         zlib.crc32(word.encode("utf-8")) + seed
     )

@@ -6,7 +6,7 @@ import math
 import matplotlib.pyplot as plt
 import torch
 
-from .._checks import require_finite_number, require_int_in
+from .._checks import require_finite_number, require_int_in, seeded_generator
 from ..core.attention import attention, hard_attention
 from ..core.scoring import dot_score
 from ._explorer import live_explorer
@@ -78,7 +78,7 @@ def soft_hard_view(
         values,
         score=dot_score,
         mode="sample",
-        generator=torch.Generator().manual_seed(seed),
+        generator=seeded_generator(seed),
     )
     angles = torch.arange(0.0, 361.0, dtype=torch.float64)
     soft_curve, _ = attention(
