@@ -58,7 +58,7 @@ def test_a_shorter_window_is_not_the_causal_mask():
         ((4, 4, 0), {}, "window must be a positive int"),
         ((4, 4, 2.0), {}, "window must be a positive int"),
         ((4, 4, True), {}, "window must be a positive int"),
-        ((4, 3, 2), {}, "n_k must be an int >= 4"),
+        ((4, 3, 2), {}, "n_k = 3 must be at least n_q = 4"),
         ((-1, None, 2), {}, "n_q must be a non-negative int"),
         ((4, 4, 2), {"device": "x"}, "device must be"),
         ((10**6, 10**6, 2), {}, "smaller n_q or n_k"),

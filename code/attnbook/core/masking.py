@@ -205,7 +205,12 @@ def _check_causal(n_q, n_k, device, window=None) -> tuple:
     """n_q >= 0, n_k >= n_q (a query before every key would keep none), a
     window of None or >= 1, a device torch knows; returns (n_k, device)."""
     require_int("n_q", n_q, minimum=0)
-    n_k = n_q if n_k is None else require_int("n_k", n_k, minimum=n_q)
+    n_k = n_q if n_k is None else require_int("n_k", n_k, minimum=0)
+    if n_k < n_q:
+        raise ValueError(
+            f"n_k = {n_k} must be at least n_q = {n_q}: the queries are the "
+            "last n_q of the n_k positions"
+        )
     if window is not None:
         require_int("window", window, minimum=1)
     require_matrix_fits(
