@@ -374,8 +374,8 @@ def _kept_blocks(mask, n_q: int, n_k: int, chunk_size: int):
     for first in range(0, n_q, step):
         rows = slice(first, min(first + step, n_q))
         tile = mask[..., rows, :] if mask.shape[-2] > 1 else mask
-        keys_kept = tile.any(dim=tuple(range(tile.dim() - 1)))  # (n_k,)
-        blocks = F.pad(keys_kept, (0, pad)).view(-1, chunk_size).any(dim=-1)
+        keys_kept = _any(tile, tuple(range(tile.dim() - 1)))  # (n_k,)
+        blocks = _any(F.pad(keys_kept, (0, pad)).view(-1, chunk_size), -1)
         starts = (blocks.nonzero().flatten() * chunk_size).tolist() or [0]
         skipped |= len(starts) < len(blocks)
         plan.append((rows, tile, starts))
@@ -509,6 +509,12 @@ class RecomputingChunkedAttention(torch.autograd.Function):
         )
 
 
+def _any(mask: torch.Tensor, dim) -> torch.Tensor:
+    """``mask.any(dim)``, read as bytes: torch's maximum over uint8 is about
+    five times faster on CPU than its ``any`` over bool."""
+    return mask.view(torch.uint8).amax(dim=dim) > 0
+
+
 def _kept_rows(block_mask):
     """The rows (a slice) from the first to the last query that keeps a key
     of the block; slice(None) for all of them, or when the mask has no query
@@ -520,7 +526,7 @@ def _kept_rows(block_mask):
     dims = tuple(
         d for d in range(block_mask.dim()) if d != block_mask.dim() - 2
     )
-    kept = block_mask.any(dim=dims).nonzero().flatten()
+    kept = _any(block_mask, dims).nonzero().flatten()
     if kept.numel() == 0:
         return None
     first, last = int(kept[0]), int(kept[-1]) + 1
