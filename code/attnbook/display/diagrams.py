@@ -8,6 +8,9 @@ here.
 
 import matplotlib.pyplot as plt
 
+from .._checks import is_finite_number
+from .figures import require_figsize
+
 # --- chapter 4: multi-head attention (split and merge) ---
 
 _HEAD_COLOURS = (
@@ -91,7 +94,7 @@ def draw_multihead(num_heads: int = 3, figsize=(12, 4.6)):
             f"num_heads must be an integer from 1 to {len(_HEAD_COLOURS)}, got"
             f" {num_heads!r}"
         )
-    fig, ax = plt.subplots(figsize=figsize)
+    fig, ax = plt.subplots(figsize=require_figsize(figsize))
     ax.set_xlim(0, 12.4)
     ax.set_ylim(0, 4.6)
     ax.axis("off")
@@ -261,7 +264,7 @@ def draw_connectivity(n: int = 5, kernel_size: int = 3, figsize=(11, 4.2)):
     if n > 8:
         raise ValueError(f"n must be at most 8 to stay readable, got {n}")
     reach = (kernel_size - 1) // 2
-    fig, axes = plt.subplots(1, 3, figsize=figsize)
+    fig, axes = plt.subplots(1, 3, figsize=require_figsize(figsize))
     xs = list(range(1, n + 1))
 
     # CNN: layer 0 is the input; the red route climbs from x_1 by `reach`
@@ -432,7 +435,7 @@ def draw_encoder_block(placement: str = "post-LN", figsize=(5.2, 6.6)):
     block_top = ys[-1] + 0.8
     final = placement == "pre-LN"
     top = block_top + (2.4 if final else 1.3)
-    fig, ax = plt.subplots(figsize=figsize)
+    fig, ax = plt.subplots(figsize=require_figsize(figsize))
     ax.set_xlim(0, 10)
     ax.set_ylim(-0.2, top + 0.3)
     ax.axis("off")
@@ -571,10 +574,10 @@ def draw_bahdanau_step(weights=(0.1, 0.6, 0.2, 0.1), figsize=(6.6, 4.2)):
     1); the context c_t = sum_j alpha_tj e_j and the previous output y_{t-1}
     enter the GRU that computes s_t, from which y_t is predicted.
     """
-    if isinstance(weights, (str, bytes)) or any(
-        isinstance(w, bool) for w in weights
+    if not isinstance(weights, (list, tuple)) or not all(
+        is_finite_number(w) for w in weights
     ):
-        raise ValueError(f"weights must be numbers, got {weights!r}")
+        raise ValueError(f"weights must be numbers, got {weights!r:.60}")
     weights = [float(w) for w in weights]
     if not 1 <= len(weights) <= 6:
         raise ValueError(
@@ -590,7 +593,7 @@ def draw_bahdanau_step(weights=(0.1, 0.6, 0.2, 0.1), figsize=(6.6, 4.2)):
             f"weights must be non-negative and sum to 1, got {weights}"
         )
     n = len(weights)
-    fig, ax = plt.subplots(figsize=figsize)
+    fig, ax = plt.subplots(figsize=require_figsize(figsize))
     ax.set_xlim(0, 10)
     ax.set_ylim(0, 6.4)
     ax.axis("off")

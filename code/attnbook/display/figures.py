@@ -11,7 +11,11 @@ import matplotlib.pyplot as plt
 import torch
 from matplotlib.text import Text
 
-from .._checks import is_finite_number, require_tensor
+from .._checks import (
+    is_finite_number,
+    require_finite_number,
+    require_tensor,
+)
 
 #: Width in CSS pixels of the HTML book's figure column (at a 1280 px window):
 #: a wider picture is shrunk to it, and its text with it.
@@ -31,6 +35,8 @@ def smallest_text_px(figure, displayed_width_px: float) -> float:
     width in inches maps to ``displayed_width_px``. Returns ``inf`` for a
     figure without text. Draw the figure first, so that its tick labels exist.
     """
+    _require_figure(figure)
+    require_finite_number("displayed_width_px", displayed_width_px, low=0.0)
     width_in = figure.get_figwidth()
     if not width_in > 0 or not displayed_width_px > 0:
         raise ValueError(
@@ -45,6 +51,13 @@ def smallest_text_px(figure, displayed_width_px: float) -> float:
     return (
         min(sizes, default=float("inf")) / 72 * displayed_width_px / width_in
     )
+
+
+def _require_figure(figure) -> None:
+    if not isinstance(figure, matplotlib.figure.Figure):
+        raise TypeError(
+            f"figure must be a matplotlib Figure, got {type(figure).__name__}"
+        )
 
 
 def sharp_png(figure) -> tuple[bytes, dict] | None:
@@ -62,6 +75,7 @@ def sharp_png(figure) -> tuple[bytes, dict] | None:
     smallest text in CSS px at that size (``None`` without text), or ``None``
     for an empty figure (as IPython does).
     """
+    _require_figure(figure)
     if not figure.axes and not figure.lines:
         return None
     dpi = figure.dpi  # CSS pixels per inch at 1x
@@ -163,6 +177,20 @@ def _as_grid(matrices) -> torch.Tensor:
     )
 
 
+def require_figsize(figsize):
+    """(width, height) in inches, two positive numbers: ``ValueError``
+    otherwise. Returns figsize."""
+    if not (
+        isinstance(figsize, (tuple, list))
+        and len(figsize) == 2
+        and all(is_finite_number(x) and x > 0 for x in figsize)
+    ):
+        raise ValueError(
+            f"figsize must be (width, height) in inches, got {figsize!r:.40}"
+        )
+    return figsize
+
+
 def _check_options(**labels) -> None:
     """Each (labels, n): None, or n labels in a list, tuple or array."""
     for name, (values, n) in labels.items():
@@ -180,15 +208,8 @@ def _check_options(**labels) -> None:
 def _check_style(figsize, cmap, vmin, vmax) -> None:
     """figsize None or (width, height) > 0; cmap a colour map or its name;
     vmin, vmax None or finite numbers."""
-    if figsize is not None and not (
-        isinstance(figsize, (tuple, list))
-        and len(figsize) == 2
-        and all(is_finite_number(x) and x > 0 for x in figsize)
-    ):
-        raise ValueError(
-            f"figsize must be None or (width, height) in inches, got "
-            f"{figsize!r:.40}"
-        )
+    if figsize is not None:
+        require_figsize(figsize)
     if not isinstance(cmap, matplotlib.colors.Colormap) and (
         not isinstance(cmap, str) or cmap not in matplotlib.colormaps
     ):

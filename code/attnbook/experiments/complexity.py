@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from .._checks import (
+    is_finite_number,
     require_float,
     require_int,
     require_matrix_fits,
@@ -325,11 +326,22 @@ def time_layers(
     }
 
 
+def _numbers(name: str, values) -> torch.Tensor:
+    """A list (or tensor) of real numbers as float64."""
+    if isinstance(values, str) or not all(
+        is_finite_number(v)
+        for v in getattr(values, "tolist", lambda: values)()
+    ):
+        raise TypeError(
+            f"{name} must be a list of numbers, got {values!r:.40}"
+        )
+    return torch.as_tensor(values, dtype=torch.float64)
+
+
 def loglog_slope(lengths, times) -> float:
     """Least-squares slope p of log(time) = p log(n) + c: time grows like
     n^p."""
-    n = torch.as_tensor(lengths, dtype=torch.float64)
-    t = torch.as_tensor(times, dtype=torch.float64)
+    n, t = _numbers("lengths", lengths), _numbers("times", times)
     if n.shape == t.shape and (not (n > 0).all() or n.unique().numel() < 2):
         raise ValueError(
             "lengths must be positive and not all equal (the slope is "

@@ -32,6 +32,8 @@ from .._checks import (
     require_matrix_fits,
     require_same_device,
     require_same_size,
+    require_sequences,
+    require_shape,
     require_training,
     require_weights_fit,
     restores_rng_on_error,
@@ -49,6 +51,7 @@ def hidden_direction(dim: int, seed: int = 0) -> torch.Tensor:
     ``selection_task``."""
     require_int("dim", dim)
     require_int("seed", seed, minimum=0)
+    require_matrix_fits("the direction", (dim,), torch.float64)
     direction = torch.randn(
         dim, generator=seeded_generator(seed), dtype=torch.float64
     )
@@ -68,6 +71,7 @@ def selection_task(
     ``hidden_direction(dim)``.
     """
     require_int("n_examples", n_examples)
+    require_generator("generator", generator, allow_none=True)
     require_int("n_items", n_items, minimum=2)
     require_int("dim", dim)
     require_matrix_fits(
@@ -99,7 +103,7 @@ class QuerySelector(nn.Module):
         self.query = nn.Parameter(torch.zeros(dim, dtype=torch.float64))
 
     def forward(self, items: torch.Tensor) -> torch.Tensor:
-        require_float("items", items)
+        require_sequences(items=items)
         require_same_size(
             "feature sizes",
             "items",
@@ -112,7 +116,10 @@ class QuerySelector(nn.Module):
         ).squeeze(-2)
 
 
-def _check_selection(items, target, weights=None) -> None:
+_NO_WEIGHTS = object()  # choice_losses, evaluate_selector: no weights
+
+
+def _check_selection(items, target, weights=_NO_WEIGHTS) -> None:
     """items (batch, n, dim) float, target (batch,) int64 in [0, n), and
     weights (batch, n) of the items' dtype: a clear error otherwise."""
     require_float("items", items)
@@ -123,12 +130,16 @@ def _check_selection(items, target, weights=None) -> None:
     batch, n = items.shape[:2]
     require_ids("target", target, n, dims=1)
     require_same_size("batch size", "items", batch, "target", len(target))
-    if weights is not None:
+    if weights is not _NO_WEIGHTS:
         require_float("weights", weights)
         if weights.shape != (batch, n) or weights.dtype != items.dtype:
             raise ValueError(
                 f"weights must be ({batch}, {n}) {items.dtype}, got "
                 f"{tuple(weights.shape)} {weights.dtype}"
+            )
+        if not bool(torch.isfinite(weights).all() and (weights >= 0).all()):
+            raise ValueError(
+                "weights must be finite and >= 0 (a distribution)"
             )
 
 
@@ -210,6 +221,8 @@ def _check_surrogate(log_probs, losses, baseline) -> None:
 def leave_one_out_baseline(losses: torch.Tensor) -> torch.Tensor:
     """For each example, the mean loss of the *other* examples of the batch
     (batch,)."""
+    require_float("losses", losses)
+    require_shape("losses", losses, (None,))
     n = losses.shape[0]
     if n < 2:
         raise ValueError(
@@ -235,6 +248,9 @@ def evaluate_selector(
             f"model must be a QuerySelector, got {type(model).__name__}"
         )
     _check_selection(items, target)
+    if losses is not None:
+        require_float("losses", losses)
+        require_shape("losses", losses, tuple(items.shape[:2]))
     with torch.no_grad():
         weights = model(items)
         losses = choice_losses(items, target) if losses is None else losses
@@ -389,6 +405,12 @@ def _train(
 def steps_to_accuracy(history: dict, level: float = 0.8) -> int | None:
     """The first evaluated step at which ``history``'s test accuracy reached
     ``level`` (None if never)."""
+    if not isinstance(history, dict) or {"steps", "accuracy"} - set(history):
+        raise TypeError(
+            "history must be the dict train_selector returns, got "
+            f"{str(history):.40}"
+        )
+    require_finite_number("level", level, low=0.0, high=1.0)
     return next(
         (
             step

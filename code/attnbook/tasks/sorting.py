@@ -2,6 +2,7 @@
 sorter ships as pinned weights (``python -m attnbook.train.sorter``)."""
 
 import io
+import os
 from importlib import resources
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from .._checks import (
     require_int,
     require_matrix_fits,
     require_positive,
+    require_training,
     require_weights_fit,
     seeded,
     seeded_generator,
@@ -152,8 +154,10 @@ def train_sorter(
     book's pretrained sorter (``TRAINING_RECIPE``). Returns (model in eval
     mode, losses: list of the ``steps`` training losses).
     """
-    require_positive("lr", lr)
+    require_training(steps=steps, batch_size=batch_size, lr=lr, seed=seed)
     require_positive("final_lr", final_lr)
+    require_int("min_len", min_len)
+    require_int("max_len", max_len)
     if not 1 <= min_len <= max_len:
         raise ValueError(
             f"need 1 <= min_len <= max_len, got min_len={min_len}, max_len="
@@ -190,6 +194,17 @@ def train_sorter(
     return model.eval(), losses
 
 
+def _check_saving(model, path, info) -> None:
+    if not isinstance(model, PointerNetwork):
+        raise TypeError(
+            f"model must be a PointerNetwork, got {type(model).__name__}"
+        )
+    if not isinstance(path, (str, os.PathLike)) or not str(path):
+        raise TypeError(f"path must be a file path, got {path!r:.40}")
+    if info is not None and not isinstance(info, dict):
+        raise TypeError(f"info must be a dict or None, got {info!r:.40}")
+
+
 def save_sorter(model: PointerNetwork, path, info: dict | None = None) -> None:
     """Save the weights, the size and a dict of facts (recipe, accuracies) to
     ``path``.
@@ -198,6 +213,7 @@ def save_sorter(model: PointerNetwork, path, info: dict | None = None) -> None:
     (``torch.save`` to a path names the archive's inner folder after it): two
     runs give the same file.
     """
+    _check_saving(model, path, info)
     # Each tensor gets a storage of its own: a module's parameters may be views
     # of one shared storage, which torch.save would write whole, so the bytes
     # would depend on how they were made.

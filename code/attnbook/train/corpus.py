@@ -27,9 +27,11 @@ import ast
 import gzip
 import hashlib
 import inspect
+import os
 import sysconfig
 from pathlib import Path
 
+from .._checks import require_text
 from ..tasks.text import CORPUS_FILE, DOCUMENT_SEPARATOR
 
 EXCLUDED = {
@@ -47,9 +49,24 @@ EXCLUDED = {
 EXCLUDED_FILES = {"this.py", "antigravity.py", "__hello__.py"}
 
 
+def _path(name: str, value):
+    if not isinstance(value, (str, os.PathLike)) or not str(value):
+        raise TypeError(f"{name} must be a path, got {value!r:.40}")
+    return value
+
+
+def _directory(name: str, value) -> Path:
+    """A path to an existing directory (a str or a Path)."""
+    path = Path(_path(name, value))
+    if not path.is_dir():
+        raise ValueError(f"{name} must be a directory, got {str(path)!r:.60}")
+    return path
+
+
 def module_files(lib: Path) -> list:
     """The standard library's .py files under ``lib``, sorted by module
     name, without the excluded folders and files."""
+    lib = _directory("lib", lib)
     files = []
     for path in lib.rglob("*.py"):
         parts = path.relative_to(lib).parts
@@ -63,6 +80,9 @@ def module_files(lib: Path) -> list:
 
 def module_name(path: Path, lib: Path) -> str:
     """'email.mime.text' for lib/email/mime/text.py."""
+    path, lib = Path(_path("path", path)), Path(_path("lib", lib))
+    if not path.is_relative_to(lib):
+        raise ValueError(f"path {path} is not under lib {lib}")
     parts = list(path.relative_to(lib).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
@@ -82,7 +102,7 @@ def docstrings(tree: ast.AST):
 def clean(text: str):
     """A docstring as prose (dedented, no trailing spaces), or None if it
     holds a non-ASCII or control character."""
-    text = inspect.cleandoc(text)
+    text = inspect.cleandoc(require_text("text", text))
     text = "\n".join(line.rstrip() for line in text.splitlines()).strip()
     printable = all(c == "\n" or " " <= c <= "~" for c in text)
     return text if text and printable else None
