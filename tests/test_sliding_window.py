@@ -148,8 +148,22 @@ def scored_tiles(monkeypatch, *args, **kwargs) -> list:
     return tiles
 
 
-def test_only_the_blocks_the_window_keeps_are_scored(monkeypatch):
-    n, window, size = 1024, 64, 64
+def expected_tiles(n, window, size, rows_per_block):
+    """Counted by hand: a block of query rows keeps key block j if some
+    query i in it keeps some key of j, i.e. i - window < key <= i."""
+    tiles = []
+    for first in range(0, n, rows_per_block):
+        last = min(first + rows_per_block, n) - 1  # the block's last query
+        for start in range(0, n, size):
+            if start <= last and start + size - 1 > first - window:
+                tiles.append((last - first + 1, min(size, n - start)))
+    return tiles
+
+
+@pytest.mark.parametrize("n, window, size", [(2048, 64, 64), (1000, 100, 48)])
+def test_only_the_blocks_the_window_keeps_are_scored(
+    monkeypatch, n, window, size
+):
     q, k, v = qkv(n, n, batch=())
     tiles = scored_tiles(
         monkeypatch,
@@ -159,15 +173,16 @@ def test_only_the_blocks_the_window_keeps_are_scored(monkeypatch):
         mask=sliding_window_mask(n, n, window),
         chunk_size=size,
     )
-    # query block i keeps key blocks i - 1 and i (block 0: only itself)
-    assert len(tiles) == 2 * (n // size) - 1
-    assert all(tile == (size, size) for tile in tiles)
-    scored = sum(rows * cols for rows, cols in tiles)
-    assert scored < 2 * n * (window + size)  # grows like n * w, not n^2
+    rows = chunked.QUERY_BLOCK * size
+    assert tiles == expected_tiles(n, window, size, rows)
+    scored = sum(r * c for r, c in tiles)
+    # grows like n * w, not n^2: each query meets at most its block's rows,
+    # the window and one more key block
+    assert scored <= n * (rows + window + size) < n * n
     # without a mask every query meets every key, in one pass
     assert scored_tiles(monkeypatch, q, k, v, chunk_size=size) == [
-        (n, size)
-    ] * (n // size)
+        (n, min(size, n - start)) for start in range(0, n, size)
+    ]
 
 
 def test_a_fully_masked_block_leaves_the_running_state_unchanged():

@@ -16,10 +16,11 @@ dtype; a query with every key masked gets a zero output, as in ``attention``.
 
 Skipping. A block the mask drops entirely adds nothing: its exp() are all 0,
 and the running sums are multiplied by exp(m - m) = 1. So when the mask drops
-whole tiles of (chunk_size queries) x (chunk_size keys), e.g. the far past
-under a sliding window or the future under a causal mask, the queries are
-taken in blocks too and each block meets only the key blocks it keeps
-something of: with a window of w keys the work grows like n * w, not n^2.
+whole tiles of (QUERY_BLOCK * chunk_size queries) x (chunk_size keys), e.g.
+the far past under a sliding window or the future under a causal mask, the
+queries are taken in blocks too and each block meets only the key blocks it
+keeps something of: with a window of w keys the work grows like n * w, not
+n^2.
 
 Training: ``RecomputingChunkedAttention`` gives chunked attention a backward
 pass that keeps only the output and one log-sum-exp per query and rebuilds each
@@ -51,6 +52,11 @@ from .attention import (
 from .scoring import dot_score, scaled_dot_score
 
 DEFAULT_CHUNK_SIZE = 128
+# Queries are skipped in blocks of QUERY_BLOCK * chunk_size rows: every tile
+# costs a fixed overhead (checks, a dozen small operations), so taller tiles
+# pay it less often. At n = 8,192 (one thread) 4 takes a causal mask from 713
+# to 366 ms and a window of 256 from 92 to 109 ms (1: one chunk of rows).
+QUERY_BLOCK = 4
 
 
 def _lowest(dtype: torch.dtype) -> float:
@@ -361,14 +367,14 @@ def _cat_rows(blocks: list) -> torch.Tensor:
 
 
 def _kept_blocks(mask, n_q: int, n_k: int, chunk_size: int):
-    """[(rows, mask of those rows, starts)]: for each block of ``chunk_size``
-    queries (all of them if the mask has no query axis), the start of every
-    key block where the mask keeps something (at least one block, so a query
-    that keeps nothing still gets its zero output); None when no tile can be
-    skipped."""
+    """[(rows, mask of those rows, starts)]: for each block of QUERY_BLOCK *
+    chunk_size queries (all of them if the mask has no query axis), the start
+    of every key block where the mask keeps something (at least one block, so
+    a query that keeps nothing still gets its zero output); None when no tile
+    can be skipped."""
     if mask is None or mask.dim() < 2 or mask.shape[-1] == 1 or n_q == 0:
         return None
-    step = chunk_size if mask.shape[-2] > 1 else n_q
+    step = QUERY_BLOCK * chunk_size if mask.shape[-2] > 1 else n_q
     pad = -n_k % chunk_size
     plan, skipped = [], False
     for first in range(0, n_q, step):
