@@ -58,7 +58,8 @@ def refused(call, error, match, *owned):
 
 def _assert_same(old, new):
     if isinstance(old, torch.Tensor):
-        assert old.shape == new.shape and torch.equal(old, new)
+        assert old.shape == new.shape and old.dtype == new.dtype
+        torch.testing.assert_close(new, old, rtol=0, atol=0, equal_nan=True)
     elif isinstance(old, KVCache):
         assert len(old.keys) == len(new.keys)
         for a, b in zip(old.keys + old.values, new.keys + new.values):
@@ -570,8 +571,8 @@ def test_position_wise_layers_refuse_a_huge_view(module, x):
         (dict(xticklabels="x"), TypeError, "xticklabels must be None"),
         (dict(xticklabels=-1), TypeError, "xticklabels must be None"),
         (dict(yticklabels=["a"]), ValueError, "yticklabels must hold 3"),
-        (dict(figsize="x"), ValueError, "figsize must be None"),
-        (dict(figsize=(2.5, -1)), ValueError, "figsize must be None"),
+        (dict(figsize="x"), ValueError, r"figsize must be \(width, height\)"),
+        (dict(figsize=(2.5, -1)), ValueError, r"figsize must be \(width"),
         (dict(cmap=""), ValueError, "cmap must be a matplotlib colour map"),
         (dict(cmap=3), ValueError, "cmap must be"),
         (dict(vmin=10**400), ValueError, "vmin must be None or a finite"),
@@ -602,8 +603,8 @@ def test_show_heatmaps_refuses_a_huge_view():
 @pytest.mark.parametrize(
     "settings, match",
     [
-        (dict(steps=2.5), "steps must be a positive int"),
-        (dict(steps=0), "steps must be a positive int"),
+        (dict(steps=2.5), "steps must be a non-negative int"),
+        (dict(steps=-1), "steps must be a non-negative int"),
         (dict(batch_size=None), "batch_size must be a positive int"),
         (dict(warmup="3"), "warmup must be a non-negative int"),
         (dict(seed=10**400), "seed = 1000"),
@@ -800,3 +801,133 @@ def test_explorer_figures_refuse_what_is_not_a_figure_or_a_view():
         assert update_kernel_regression_figure(fig, view)
     finally:
         plt.close(fig)
+
+
+@pytest.mark.parametrize("seed", [2.5, True, None, "3", -1, 10**400])
+def test_seeded_generator_names_the_seed(seed):
+    refused(lambda: _checks.seeded_generator(seed), ValueError, "seed")
+
+
+def test_seeded_generator_draws_what_a_seeded_torch_generator_draws():
+    a = torch.randn(5, generator=_checks.seeded_generator(7))
+    assert torch.equal(
+        a, torch.randn(5, generator=torch.Generator().manual_seed(7))
+    )
+
+
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        (
+            lambda: attnbook.measure.timing.mean_call_time(None, 1),
+            TypeError,
+            "function must be callable",
+        ),
+        (
+            lambda: attnbook.measure.timing.mean_call_time(print, 1, clock=3),
+            TypeError,
+            "clock must be callable",
+        ),
+        (
+            lambda: attnbook.measure.parameters.count_parameters(3),
+            TypeError,
+            "model must be a torch.nn.Module",
+        ),
+        (
+            lambda: attnbook.tasks.language_model.model_from({}),
+            TypeError,
+            "saved must be a dict with the keys",
+        ),
+        (
+            lambda: attnbook.tasks.order_classifier.classifier_from("x"),
+            TypeError,
+            "saved must be a dict",
+        ),
+        (
+            lambda: attnbook.train.date_translator.translator_config(None),
+            TypeError,
+            "recipe must be a dict",
+        ),
+        (
+            lambda: attnbook.tasks.text.split_documents(None),
+            TypeError,
+            "documents must be a list",
+        ),
+        (
+            lambda: attnbook.tasks.text.nats_to_bits(10**400),
+            ValueError,
+            "nats must be a number",
+        ),
+        (
+            lambda: attnbook.train.corpus.module_files(""),
+            TypeError,
+            "lib must be a path",
+        ),
+        (
+            lambda: attnbook.train.corpus.module_files("/nonexistent/x"),
+            ValueError,
+            "lib must be a directory",
+        ),
+        (
+            lambda: attnbook.train.corpus.clean(None),
+            ValueError,
+            "text must be text",
+        ),
+        (
+            lambda: attnbook.core.positional.pair_frequencies(8, dtype="f"),
+            TypeError,
+            "dtype must be a floating-point torch.dtype",
+        ),
+        (
+            lambda: attnbook.widgets.soft_hard.angle_query(10**400),
+            ValueError,
+            "angle must be finite",
+        ),
+        (
+            lambda: attnbook.experiments.complexity.loglog_slope(None, [1.0]),
+            TypeError,
+            "lengths must be a list of numbers",
+        ),
+    ],
+)
+def test_helpers_name_the_argument_at_fault(call, error, match):
+    import attnbook.experiments.complexity  # noqa: F401
+    import attnbook.measure.parameters  # noqa: F401
+    import attnbook.measure.timing  # noqa: F401
+    import attnbook.tasks.language_model  # noqa: F401
+    import attnbook.tasks.order_classifier  # noqa: F401
+    import attnbook.tasks.text  # noqa: F401
+    import attnbook.train.corpus  # noqa: F401
+    import attnbook.train.date_translator  # noqa: F401
+    import attnbook.widgets.soft_hard  # noqa: F401
+
+    refused(call, error, match)
+
+
+def test_corpus_module_name_takes_str_paths_and_checks_them():
+    from attnbook.train.corpus import module_name
+
+    assert module_name("/lib/email/mime/text.py", "/lib") == "email.mime.text"
+    with pytest.raises(ValueError, match="is not under lib"):
+        module_name("/elsewhere/a.py", "/lib")
+
+
+@pytest.mark.parametrize("weights", [float("nan"), -1.0])
+def test_reinforce_loss_refuses_weights_it_cannot_sample(weights):
+    from attnbook.experiments.hard_training import (
+        reinforce_loss,
+        selection_task,
+    )
+
+    items, target = selection_task(3, 5, 4, torch.Generator())
+    w = torch.full((3, 5), 0.2, dtype=torch.float64)
+    w[0, 0] = weights
+    g = torch.Generator()
+    state = g.get_state()
+    refused(
+        lambda: reinforce_loss(w, items, target, g),
+        ValueError,
+        "weights must be finite and >= 0",
+        w,
+    )
+    assert torch.equal(g.get_state(), state)

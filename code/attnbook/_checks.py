@@ -302,7 +302,7 @@ def is_finite_number(value) -> bool:
 
 # The settings of a training function, by their usual names: (kind, lowest).
 _SETTINGS = {
-    "steps": ("int", 1),
+    "steps": ("int", 0),
     "step": ("int", 0),
     "batch_size": ("int", 1),
     "eval_every": ("int", 1),
@@ -316,7 +316,7 @@ _LARGEST_RATE = float(torch.finfo(torch.float32).max)
 
 def require_training(**settings) -> None:
     """Check a training function's settings, named as in ``_SETTINGS``:
-    steps, batch_size, eval_every (ints >= 1), step, warmup, seed (ints >= 0),
+    batch_size, eval_every (ints >= 1), steps, step, warmup, seed (ints >= 0),
     lr (> 0) and weight_decay (>= 0), finite numbers a float32 parameter can
     hold. Raises ``ValueError`` naming the setting and its value."""
     for name, value in settings.items():
@@ -601,6 +601,7 @@ def require_lengths(
             raise TypeError(
                 f"{name} must be a tensor or a list of ints, got {lengths!r}"
             ) from None
+    require_tensor(name, lengths)
     if (
         lengths.is_floating_point()
         or lengths.is_complex()
@@ -619,6 +620,31 @@ def require_lengths(
             f"{name} must be in [{minimum}, {n}], got {lengths.tolist()}"
         )
     return lengths
+
+
+def require_callable(**functions) -> None:
+    """Each argument callable: ``TypeError`` naming it otherwise."""
+    for name, function in functions.items():
+        if not callable(function):
+            raise TypeError(
+                f"{name} must be callable, got {type(function).__name__}"
+            )
+
+
+def require_saved(name: str, saved, *keys, allow_none=False):
+    """A dict holding ``keys`` (what a training script wrote), or None if
+    ``allow_none``: ``TypeError`` naming the missing keys otherwise."""
+    if saved is None and allow_none:
+        return saved
+    missing = (
+        [] if not isinstance(saved, dict) else sorted(set(keys) - set(saved))
+    )
+    if not isinstance(saved, dict) or missing:
+        raise TypeError(
+            f"{name} must be a dict with the keys {sorted(keys)} (what the "
+            f"training script writes), got {str(saved):.40}"
+        )
+    return saved
 
 
 def require_translator(translator):

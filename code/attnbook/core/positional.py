@@ -13,6 +13,7 @@ from torch import nn
 from .._checks import (
     require_finite_number,
     require_float,
+    require_float_dtype,
     require_int,
     require_matrix_fits,
     require_positive,
@@ -31,6 +32,7 @@ def pair_frequencies(
     """omega_i = base^(-2i/dim) for i = 0 .. ceil(dim/2) - 1, shape
     (ceil(dim/2),)."""
     require_int("dim", dim)
+    require_float_dtype("dtype", dtype)
     require_positive("base", base)
     if not base > 1:
         raise ValueError(

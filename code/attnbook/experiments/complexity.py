@@ -101,6 +101,7 @@ class RecurrentLayer(nn.Module):
     def __init__(self, dim: int):
         super().__init__()
         require_int("dim", dim, 1)
+        require_weights_fit("RecurrentLayer", (2 * dim + 2, dim))
         self.rnn = nn.RNN(dim, dim, batch_first=True)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -328,9 +329,9 @@ def time_layers(
 
 def _numbers(name: str, values) -> torch.Tensor:
     """A list (or tensor) of real numbers as float64."""
-    if isinstance(values, str) or not all(
-        is_finite_number(v)
-        for v in getattr(values, "tolist", lambda: values)()
+    items = values.tolist() if hasattr(values, "tolist") else values
+    if not isinstance(items, (list, tuple, range)) or not all(
+        is_finite_number(v) for v in items
     ):
         raise TypeError(
             f"{name} must be a list of numbers, got {values!r:.40}"

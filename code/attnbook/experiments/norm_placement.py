@@ -30,7 +30,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._checks import keep_global_rng, require_int, require_positive, seeded
+from .._checks import (
+    keep_global_rng,
+    require_int,
+    require_training,
+    seeded,
+)
 from ..measure.threads import single_thread
 from ..nn.encoder import LayerNorm, TransformerEncoderBlock
 from ..tasks.order_classifier import CLSClassifier, order_batch
@@ -166,10 +171,7 @@ def train_placement(
     held-out cross-entropy, "eval_accuracy": held-out accuracy} on
     ``eval_size`` sequences of a fixed seed.
     """
-    require_positive("lr", lr)
-    require_int("steps", steps)
-    require_int("warmup", warmup, minimum=0)
-    require_int("batch_size", batch_size)
+    require_training(lr=lr, steps=steps, warmup=warmup, batch_size=batch_size)
     require_int("eval_size", eval_size)
     with single_thread(), keep_global_rng():
         model = _seeded_placement_classifier(placement, seed, **sizes)

@@ -1,7 +1,7 @@
 """Counting memory: the bytes of a score matrix and what autograd keeps for
 a backward pass."""
 
-from .._checks import require_int
+from .._checks import require_callable, require_int
 
 
 def score_matrix_bytes(
@@ -45,6 +45,13 @@ def saved_for_backward(function, exclude=()) -> dict:
     """
     import torch
 
+    require_callable(function=function)
+    if not isinstance(exclude, (list, tuple)) or not all(
+        isinstance(t, torch.Tensor) for t in exclude
+    ):
+        raise TypeError(
+            f"exclude must be a list of tensors, got {exclude!r:.40}"
+        )
     excluded = {t.untyped_storage().data_ptr() for t in exclude}
     storages = {}
 

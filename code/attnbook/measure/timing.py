@@ -14,7 +14,7 @@ import math
 import statistics
 import time
 
-from .._checks import require_int, require_positive
+from .._checks import require_callable, require_int, require_positive
 
 
 def interleaved_medians(
@@ -38,6 +38,7 @@ def interleaved_medians(
         )
     if not functions:
         raise ValueError("functions is empty: nothing to time")
+    require_callable(clock=clock, **{str(k): f for k, f in functions.items()})
     require_int("repeats", repeats)
     require_int("warmup", warmup, minimum=0)
     names = list(functions)
@@ -72,11 +73,7 @@ def mean_call_time(function, number: int, clock=time.perf_counter) -> float:
     """Mean time of one ``function()`` call over ``number`` back-to-back
     calls, in seconds of ``clock``."""
     require_int("number", number)
-    for name, value in (("function", function), ("clock", clock)):
-        if not callable(value):
-            raise TypeError(
-                f"{name} must be callable, got {type(value).__name__}"
-            )
+    require_callable(function=function, clock=clock)
     start = clock()
     for _ in range(number):
         function()

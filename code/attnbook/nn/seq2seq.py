@@ -40,10 +40,10 @@ from .._checks import (
     require_int,
     require_lengths,
     require_module_dtype,
-    require_positive,
     require_same_size,
     require_shape,
     require_tensor,
+    require_training,
     require_weights_fit,
     restores_rng_on_error,
     seeded_generator,
@@ -266,6 +266,8 @@ class Seq2Seq(nn.Module):
                 f"tgt_out {tuple(tgt_out.shape)} must have the shape of tgt_in"
                 f" {tuple(tgt_in.shape)}"
             )
+        if tgt_out.dtype != torch.int64:
+            raise TypeError(f"tgt_out must be int64, got {tgt_out.dtype}")
         logits, _ = self(src, lengths, tgt_in)
         return nn.functional.cross_entropy(
             logits.flatten(0, 1), tgt_out.flatten(), ignore_index=PAD
@@ -321,9 +323,9 @@ def train_seq2seq(
     are clipped to norm 1. With a fixed thread count the result is bit-for-bit
     reproducible. Returns the list of losses.
     """
-    require_int("steps", steps)
-    require_positive("lr", lr)
-    require_int("seed", seed, minimum=0)
+    if not isinstance(model, Seq2Seq):
+        raise TypeError(f"model must be a Seq2Seq, got {type(model).__name__}")
+    require_training(steps=steps, lr=lr, seed=seed)
     require_int("log_every", log_every, minimum=0)
     if not callable(make_batch):
         raise TypeError(

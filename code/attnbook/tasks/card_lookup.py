@@ -34,8 +34,10 @@ from .._checks import (
     require_ids,
     require_int,
     require_int_in,
+    require_matrix_fits,
     require_positive,
     require_same_size,
+    require_saved,
     require_weights_fit,
     restores_rng_on_error,
     seeded,
@@ -70,6 +72,11 @@ def lookup_batch(
     """
     require_int("batch_size", batch_size)
     require_int("num_queries", num_queries)
+    require_matrix_fits(
+        "the batch",
+        (batch_size, 8 * num_queries + 2 * NUM_DIGITS),
+        torch.int64,
+    )
     require_generator(
         "generator", generator, allow_none=True
     )  # None: torch's global generator
@@ -203,7 +210,22 @@ def _check_card_lookup_inputs(module, args, kwargs):
     )
 
 
+_BATCH_KEYS = (
+    "card_colours",
+    "card_digits",
+    "ask_colour",
+    "ask_digit",
+    "digit_answer",
+    "colour_answer",
+)
+
+
 def _run(model: CardLookup, batch: dict):
+    if not isinstance(model, CardLookup):
+        raise TypeError(
+            f"model must be a CardLookup, got {type(model).__name__}"
+        )
+    require_saved("batch", batch, *_BATCH_KEYS)
     return model(
         batch["card_colours"],
         batch["card_digits"],

@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from .._checks import (
     keep_global_rng,
     require_int,
+    require_saved,
     require_training,
     seeded_generator,
 )
@@ -140,6 +141,12 @@ def bits_per_char(
     from 0 .. context_len - 1 characters before it (as the count baselines
     predict text[1:]).
     """
+    if not isinstance(model, DecoderOnlyTransformer):
+        raise TypeError(
+            "model must be a DecoderOnlyTransformer, got "
+            f"{type(model).__name__}"
+        )
+    require_int("batch_size", batch_size)
     ids, n = encode(text), model.context_len
     if len(ids) < 2:
         raise ValueError("text needs at least two characters")
@@ -160,6 +167,7 @@ def bits_per_char(
 def model_from(saved: dict) -> DecoderOnlyTransformer:
     """The model (eval mode) stored in a dict written by the training
     script."""
+    require_saved("saved", saved, "config", "state_dict")
     # the initial weights are drawn, then overwritten: the caller's stream
     # is left as it was
     with keep_global_rng():
@@ -178,7 +186,7 @@ class PretrainedLanguageModel:
 
     def __init__(self, model: DecoderOnlyTransformer, saved: dict | None):
         self.model = model
-        saved = saved or {}
+        saved = require_saved("saved", saved, allow_none=True) or {}
         self.recipe = saved.get("recipe")
         self.losses = saved.get("losses")
         self.held_out_bits_per_char = saved.get("held_out_bits_per_char")

@@ -23,7 +23,9 @@ from .._checks import (
     require_int,
     require_matrix_fits,
     require_positive,
+    require_saved,
     require_tensor,
+    require_text,
     require_weights_fit,
     restores_rng_on_error,
     seeded,
@@ -120,6 +122,8 @@ def order_batch(
 def encode(text: str, max_len: int = 64) -> torch.Tensor:
     """Token ids (n,) for a string such as "c d A e B" (spaces optional),
     [CLS] prepended."""
+    require_text("text", text)
+    require_int("max_len", max_len)
     symbols = [c for c in text if not c.isspace()]
     unknown = sorted(
         {c for c in symbols if c not in TOKEN_ID or c in (PAD, CLS)}
@@ -263,6 +267,7 @@ def pretrained_order_classifier():
 def classifier_from(saved: dict):
     """(model in eval mode, history) from the dict
     ``python -m attnbook.train.order_classifier`` writes."""
+    require_saved("saved", saved, "recipe", "state_dict", "losses")
     with (
         keep_global_rng()
     ):  # building the module draws initial weights, overwritten below

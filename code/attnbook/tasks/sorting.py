@@ -116,6 +116,10 @@ def sorting_accuracy(
     ``torch.Generator().manual_seed(seed)`` (in chunks of ``batch_size``) and
     counts exact matches of the permutation.
     """
+    if not isinstance(model, PointerNetwork):
+        raise TypeError(
+            f"model must be a PointerNetwork, got {type(model).__name__}"
+        )
     require_int("n", n)
     require_int("num_sequences", num_sequences)
     require_int("seed", seed, minimum=0)

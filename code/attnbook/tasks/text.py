@@ -19,6 +19,7 @@ import math
 import torch
 
 from .._checks import (
+    is_finite_number,
     require_generator,
     require_ids,
     require_int,
@@ -75,6 +76,10 @@ def corpus_documents() -> list:
 def split_documents(documents: list) -> tuple:
     """(train documents, held-out documents): every ``HELD_OUT_EVERY``-th
     document (index 9, 19, ...) is held out, the others train."""
+    if not isinstance(documents, (list, tuple)):
+        raise TypeError(
+            f"documents must be a list, got {type(documents).__name__}"
+        )
     held_out = [d for i, d in enumerate(documents) if i % HELD_OUT_EVERY == 9]
     train = [d for i, d in enumerate(documents) if i % HELD_OUT_EVERY != 9]
     return train, held_out
@@ -153,4 +158,8 @@ def bigram_bits_per_char(train: str, held_out: str) -> float:
 
 def nats_to_bits(nats: float) -> float:
     """A cross-entropy in nats (torch's) in bits: divide by ln 2."""
+    if not isinstance(nats, (torch.Tensor, float)) and not is_finite_number(
+        nats
+    ):
+        raise ValueError(f"nats must be a number, got {nats!r:.40}")
     return nats / math.log(2)

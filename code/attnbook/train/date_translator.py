@@ -26,7 +26,12 @@ from pathlib import Path
 
 import torch
 
-from .._checks import require_int, require_translator, seeded_generator
+from .._checks import (
+    require_int,
+    require_saved,
+    require_translator,
+    seeded_generator,
+)
 from ..measure.parameters import count_parameters
 from ..nn.seq2seq import Seq2Seq, train_seq2seq
 from ..tasks.date_translator import (
@@ -55,6 +60,7 @@ EVAL_SIZE = 2000
 
 
 def translator_config(recipe=RECIPE) -> dict:
+    require_saved("recipe", recipe, "embed_dim", "hidden_dim", "attn_dim")
     return {
         "src_vocab_size": len(SOURCE_VOCAB),
         "tgt_vocab_size": len(TARGET_VOCAB),
@@ -85,6 +91,9 @@ def date_accuracy(
 
 
 def serialise(model: Seq2Seq, recipe: dict) -> bytes:
+    if not isinstance(model, Seq2Seq):
+        raise TypeError(f"model must be a Seq2Seq, got {type(model).__name__}")
+    require_saved("recipe", recipe)
     buffer = io.BytesIO()
     torch.save(
         {

@@ -8,7 +8,7 @@ import matplotlib.transforms as transforms
 import numpy as np
 import torch
 
-from .._checks import require_text
+from .._checks import require_int, require_text
 from ..measure.threads import single_thread
 from ..nn.pointer import PointerNetwork
 from ..tasks.sorting import pretrained_sorter, scale_to_unit
@@ -345,7 +345,9 @@ def update_pointer_figure(fig, view: dict, step: int | None = None) -> list:
         crosses.set_data([], [])
         ax.set_title("", fontsize=9)
     else:
-        step = min(step, len(view["numbers"]) - 1)
+        step = min(
+            require_int("step", step, minimum=0), len(view["numbers"]) - 1
+        )
         frame.set_visible(True)
         frame.set_y(step - 0.5)
         hidden = view["positions"][:step]

@@ -6,7 +6,12 @@ import math
 import matplotlib.pyplot as plt
 import torch
 
-from .._checks import require_finite_number, require_int_in, seeded_generator
+from .._checks import (
+    is_finite_number,
+    require_finite_number,
+    require_int_in,
+    seeded_generator,
+)
 from ..core.attention import attention, hard_attention
 from ..core.scoring import dot_score
 from ._explorer import live_explorer
@@ -38,6 +43,8 @@ def circle_keys() -> tuple[torch.Tensor, torch.Tensor]:
 def angle_query(angle, length: float = 3.0) -> torch.Tensor:
     """Queries of the given length pointing at ``angle`` degrees: (..., 2)
     for angle (...)."""
+    if not isinstance(angle, torch.Tensor) and not is_finite_number(angle):
+        raise ValueError(f"angle must be finite degrees, got {angle!r:.40}")
     angle = torch.as_tensor(angle, dtype=torch.float64)
     if not torch.isfinite(angle).all():
         raise ValueError(f"angle must be finite degrees, got {angle.tolist()}")
