@@ -790,3 +790,14 @@ def test_grouped_module_refuses_torch_weights():
     expected = theirs(x, x, x, average_attn_weights=False)
     for a, b in zip(ours(x, x, x), expected):
         assert (a - b).abs().max() < 1e-6
+
+
+def test_grouped_module_takes_unbatched_inputs_as_torch_does():
+    grouped, _ = grouped_pair(2)
+    x = torch.randn(2, 5, 12, dtype=torch.float64)
+    keep = torch.rand(6, 5, 5, generator=torch.Generator().manual_seed(0))
+    keep = (keep < 0.7) | torch.eye(5, dtype=torch.bool)
+    batched, weights = grouped(x, x, x, mask=keep[None])
+    single, single_weights = grouped(x[1], x[1], x[1], mask=keep)
+    assert (single - batched[1]).abs().max() < 1e-12
+    assert (single_weights - weights[1]).abs().max() < 1e-12
