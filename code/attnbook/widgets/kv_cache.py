@@ -78,12 +78,13 @@ def plot_kv_cache(view: dict):
     ax.plot([], [], "o", color="C0")
     ax.axhline(0, color="C3", ls=":", label="memory beside the weights")
     ax.set_xlim(800, 170000)
-    ax.set_ylim(0.02, 200)
+    ax.set_ylim(0.005, 200)
     ax.set_xlabel("context length (tokens)")
     ax.set_ylabel("cache per sequence (GiB)")
-    ax.legend(fontsize=8, loc="upper left")
+    # below the axes: no line ever crosses it, so it is never redrawn
+    fig.legend(fontsize=8, loc="lower center", ncol=3, frameon=False)
     ax.set_title(" ", fontsize=9)
-    fig.subplots_adjust(left=0.1, right=0.97, top=0.88, bottom=0.16)
+    fig.subplots_adjust(left=0.1, right=0.97, top=0.88, bottom=0.25)
     update_kv_cache_figure(fig, view)
     return fig
 
