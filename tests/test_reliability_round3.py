@@ -931,3 +931,89 @@ def test_reinforce_loss_refuses_weights_it_cannot_sample(weights):
         w,
     )
     assert torch.equal(g.get_state(), state)
+
+
+def test_greedy_decode_refuses_a_result_that_cannot_fit():
+    from attnbook.nn.seq2seq import Seq2Seq
+
+    with _checks.seeded(0):
+        model = Seq2Seq(10, 10, 4, 4)
+    src, lengths = torch.randint(3, 10, (2, 5)), torch.tensor([5, 3])
+    refused(
+        lambda: model.greedy_decode(src, lengths, 10**12),
+        ValueError,
+        "the decoded tokens",
+        src,
+        lengths,
+    )
+
+
+def test_train_seq2seq_still_needs_one_step():
+    from attnbook.nn.seq2seq import Seq2Seq, train_seq2seq
+
+    with _checks.seeded(0):
+        model = Seq2Seq(10, 10, 4, 4)
+    refused(
+        lambda: train_seq2seq(model, lambda g: None, steps=0),
+        ValueError,
+        "steps must be a positive int",
+        model.state_dict(),
+    )
+
+
+@pytest.mark.parametrize("count", [0, 2**31, 10**12, 2.5])
+def test_torch_threads_refuses_a_count_torch_cannot_take(count):
+    from attnbook.measure.threads import torch_threads
+
+    threads = torch.get_num_threads()
+    with pytest.raises(ValueError, match="count must be"):
+        with torch_threads(count):
+            pass
+    assert torch.get_num_threads() == threads
+
+
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        (
+            lambda m: m.tasks.dates.random_date_pairs(2, G(), None),
+            TypeError,
+            "forms",
+        ),
+        (lambda m: m.tasks.dates.SOURCE_VOCAB.decode(None), TypeError, "ids"),
+        (
+            lambda m: m.tasks.dates.SOURCE_VOCAB.decode(
+                torch.zeros(2, 3, dtype=torch.long).to("meta")
+            ),
+            ValueError,
+            "ids is on the meta device",
+        ),
+        (
+            lambda m: m.tasks.date_translator.DateTranslator(None),
+            TypeError,
+            "model",
+        ),
+        (
+            lambda m: m.tasks.date_transformer.DateTransformer(3),
+            TypeError,
+            "model must be an EncoderDecoderTransformer",
+        ),
+        (lambda m: m.tasks.copying.copy_accuracy(None, 3), TypeError, "model"),
+        (
+            lambda m: m.tasks.copying.copy_batch(10**12, 3, G()),
+            ValueError,
+            "the batch of shape",
+        ),
+    ],
+)
+def test_date_and_copy_helpers_check_their_arguments(call, error, match):
+    import attnbook.tasks.copying  # noqa: F401
+    import attnbook.tasks.date_transformer  # noqa: F401
+    import attnbook.tasks.date_translator  # noqa: F401
+    import attnbook.tasks.dates  # noqa: F401
+
+    refused(lambda: call(attnbook), error, match)
+
+
+def G():
+    return torch.Generator().manual_seed(0)

@@ -716,6 +716,7 @@ fn(
 
 # nn
 fn("core.masking.causal_mask", n_q=4)
+fn("display.figures.require_figsize", figsize=(4.0, 3.0))
 fn("core.masking.sliding_window_mask", n_q=4, n_k=6, window=3)
 fn(
     "core.grouped_query.grouped_query_attention",

@@ -17,6 +17,7 @@ from torch import nn
 
 from .._checks import (
     is_finite_number,
+    require_callable,
     require_float,
     require_int,
     require_matrix_fits,
@@ -252,6 +253,7 @@ def median_forward_time(
 
     Fast calls are looped so that each sample lasts at least ``min_seconds``.
     """
+    require_callable(layer=layer)
     require_float("x", x)
     require_int("repeats", repeats, 1)
     with torch.inference_mode():
@@ -298,6 +300,8 @@ def time_layers(
         )
     pick = statistics.median if statistic == "median" else min
     timer = time.perf_counter if clock == "wall" else time.thread_time
+    if not isinstance(lengths, (list, tuple, range)):
+        raise TypeError(f"lengths must be a list of ints, got {lengths!r:.40}")
     for n in lengths:
         require_int("sequence length", n, 1)
     layers = comparison_layers(dim, conv_layers=conv_layers, seed=seed)

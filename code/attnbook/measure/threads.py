@@ -11,7 +11,7 @@ from contextlib import contextmanager
 
 import torch
 
-from .._checks import require_int
+from .._checks import require_int_in
 
 
 @contextmanager
@@ -19,7 +19,7 @@ def torch_threads(count: int | None):
     """Run the block with ``count`` intra-op threads (None: leave as is),
     then restore."""
     if count is not None:
-        require_int("count", count)
+        require_int_in("count", count, 1, 2**31 - 1)  # a C int in torch
     before = torch.get_num_threads()
     if count is not None:
         torch.set_num_threads(count)

@@ -39,6 +39,7 @@ from .._checks import (
     require_ids,
     require_int,
     require_lengths,
+    require_matrix_fits,
     require_module_dtype,
     require_same_size,
     require_shape,
@@ -109,6 +110,9 @@ def _check_decoder_state(model, state, states, summary, keep, prev=None):
         )
     if prev is not None:
         require_shape("prev_tokens", prev, (batch,))
+
+
+_FEWER = "decode fewer steps or"
 
 
 class Seq2Seq(nn.Module):
@@ -287,6 +291,9 @@ class Seq2Seq(nn.Module):
         """
         require_int("max_steps", max_steps)
         states, summary, keep = self.encode(src, lengths)
+        require_matrix_fits(  # the worst case: no sequence writes EOS
+            "the decoded tokens", (len(src), max_steps), torch.int64, _FEWER
+        )
         state = torch.tanh(self.init_state(summary))
         prev = torch.full((src.shape[0],), BOS, dtype=torch.long)
         done = torch.zeros(src.shape[0], dtype=torch.bool)
@@ -326,6 +333,7 @@ def train_seq2seq(
     if not isinstance(model, Seq2Seq):
         raise TypeError(f"model must be a Seq2Seq, got {type(model).__name__}")
     require_training(steps=steps, lr=lr, seed=seed)
+    require_int("steps", steps)  # the one-cycle schedule needs a step
     require_int("log_every", log_every, minimum=0)
     if not callable(make_batch):
         raise TypeError(

@@ -54,6 +54,7 @@ def copy_batch(batch_size: int, lengths, generator: torch.Generator):
     longest length.
     """
     require_int("batch_size", batch_size)
+    require_matrix_fits("the batch", (batch_size, 4), torch.int64)
     require_generator("generator", generator)
     if isinstance(lengths, int) and not isinstance(lengths, bool):
         lengths = torch.full(
@@ -85,6 +86,8 @@ def copy_accuracy(
 ) -> float:
     """Share of ``num_sequences`` fresh digit strings of ``length`` copied
     exactly (greedy, EOS included)."""
+    if not isinstance(model, Seq2Seq):
+        raise TypeError(f"model must be a Seq2Seq, got {type(model).__name__}")
     require_int("length", length)
     require_int("num_sequences", num_sequences)
     require_int("seed", seed, minimum=0)
@@ -121,6 +124,7 @@ def copy_accuracies(
     + length), one thread."""
     from ..measure.threads import single_thread
 
+    require_int("seed", seed, minimum=0)
     if not isinstance(models, dict):
         raise TypeError(
             f"models must be a dict {{name: Seq2Seq}}, got "

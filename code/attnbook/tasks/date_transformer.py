@@ -70,6 +70,11 @@ class DateTransformer:
     ):
         from .dates import SOURCE_VOCAB, TARGET_LENGTH, TARGET_VOCAB
 
+        if not isinstance(model, EncoderDecoderTransformer):
+            raise TypeError(
+                "model must be an EncoderDecoderTransformer, got "
+                f"{type(model).__name__}"
+            )
         self.model = model.eval()
         self.info = info or {}
         self.source_vocab, self.target_vocab = SOURCE_VOCAB, TARGET_VOCAB

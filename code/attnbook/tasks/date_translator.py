@@ -22,6 +22,10 @@ class DateTranslator:
     def __init__(self, model: Seq2Seq):
         from .dates import SOURCE_VOCAB, TARGET_LENGTH, TARGET_VOCAB
 
+        if not isinstance(model, Seq2Seq):
+            raise TypeError(
+                f"model must be a Seq2Seq, got {type(model).__name__}"
+            )
         self.model = model.eval()
         self.source_vocab, self.target_vocab = SOURCE_VOCAB, TARGET_VOCAB
         self.max_steps = TARGET_LENGTH + 1

@@ -29,6 +29,7 @@ from .._checks import (
     require_generator,
     require_int,
     require_matrix_fits,
+    require_tensor,
     require_text,
 )
 
@@ -206,6 +207,8 @@ def random_date_pairs(n: int, generator: torch.Generator, forms=FORMS):
     """
     require_generator("generator", generator)
     require_int("n", n, minimum=0)
+    if not isinstance(forms, (list, tuple)):
+        raise TypeError(f"forms must be a list of forms, got {forms!r:.40}")
     forms = tuple(forms)
     for form in forms:
         if form not in FORMS:
@@ -347,6 +350,7 @@ class CharVocabulary:
         skipped.
         """
         if isinstance(ids, torch.Tensor):
+            require_tensor("ids", ids)
             if (
                 ids.is_floating_point()
                 or ids.is_complex()
@@ -360,6 +364,10 @@ class CharVocabulary:
                     f"ids must have shape (B, n), got {tuple(ids.shape)}"
                 )
             ids = ids.tolist()
+        if not isinstance(ids, (list, tuple)) or not all(
+            isinstance(row, (list, tuple)) for row in ids
+        ):
+            raise TypeError(f"ids must be (B, n) ids, got {ids!r:.40}")
         out = []
         for row in ids:
             chars = []
