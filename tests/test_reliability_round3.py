@@ -567,10 +567,10 @@ def test_position_wise_layers_refuse_a_huge_view(module, x):
     "kwargs, error, match",
     [
         (dict(titles=2.5), TypeError, "titles must be None or a list"),
-        (dict(titles=["a"]), ValueError, "titles must hold 2 labels"),
+        (dict(titles=["a"]), ValueError, "got 1 titles for 2 columns"),
         (dict(xticklabels="x"), TypeError, "xticklabels must be None"),
         (dict(xticklabels=-1), TypeError, "xticklabels must be None"),
-        (dict(yticklabels=["a"]), ValueError, "yticklabels must hold 3"),
+        (dict(yticklabels=["a"]), ValueError, "got 1 yticklabels for 3"),
         (dict(figsize="x"), ValueError, r"figsize must be \(width, height\)"),
         (dict(figsize=(2.5, -1)), ValueError, r"figsize must be \(width"),
         (dict(cmap=""), ValueError, "cmap must be a matplotlib colour map"),

@@ -192,8 +192,9 @@ def require_figsize(figsize):
 
 
 def _check_options(**labels) -> None:
-    """Each (labels, n): None, or n labels in a list, tuple or array."""
-    for name, (values, n) in labels.items():
+    """Each (labels, n, what): None, or n labels in a list, tuple or
+    array."""
+    for name, (values, n, what) in labels.items():
         if values is None:
             continue
         if isinstance(values, str) or not hasattr(values, "__len__"):
@@ -202,7 +203,7 @@ def _check_options(**labels) -> None:
                 f"{values!r:.40}"
             )
         if len(values) != n:
-            raise ValueError(f"{name} must hold {n} labels, got {len(values)}")
+            raise ValueError(f"got {len(values)} {name} for {n} {what}")
 
 
 def _check_style(figsize, cmap, vmin, vmax) -> None:
@@ -253,9 +254,9 @@ def show_heatmaps(
             f"(at most {MAX_PANELS}): pass a slice of them"
         )
     _check_options(
-        titles=(titles, cols),
-        xticklabels=(xticklabels, n_k),
-        yticklabels=(yticklabels, n_q),
+        titles=(titles, cols, "columns of heat-maps"),
+        xticklabels=(xticklabels, n_k, "keys"),
+        yticklabels=(yticklabels, n_q, "queries"),
     )
     _check_style(figsize, cmap, vmin, vmax)
     if figsize is None:

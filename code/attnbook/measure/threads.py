@@ -11,7 +11,7 @@ from contextlib import contextmanager
 
 import torch
 
-from .._checks import require_int_in
+from .._checks import require_int
 
 
 @contextmanager
@@ -19,7 +19,9 @@ def torch_threads(count: int | None):
     """Run the block with ``count`` intra-op threads (None: leave as is),
     then restore."""
     if count is not None:
-        require_int_in("count", count, 1, 2**31 - 1)  # a C int in torch
+        require_int("count", count)
+        if count > 2**31 - 1:  # torch takes a C int
+            raise ValueError(f"count must be at most 2**31 - 1, got {count}")
     before = torch.get_num_threads()
     if count is not None:
         torch.set_num_threads(count)
