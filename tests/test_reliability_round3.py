@@ -1017,3 +1017,23 @@ def test_date_and_copy_helpers_check_their_arguments(call, error, match):
 
 def G():
     return torch.Generator().manual_seed(0)
+
+
+def test_a_chunk_larger_than_the_keys_is_one_chunk():
+    g = G()
+    q, k, v = (torch.randn(2, 5, 8, generator=g) for _ in range(3))
+    mask = attnbook.causal_mask(5)
+    huge = attnbook.chunked_attention(q, k, v, mask=mask, chunk_size=10**12)
+    whole = attnbook.chunked_attention(q, k, v, mask=mask, chunk_size=5)
+    assert torch.equal(huge, whole)
+
+
+def test_regression_target_counts_its_temporaries_before_allocating():
+    from attnbook.core.kernel_regression import regression_target
+
+    x = torch.zeros(()).expand(10**9)  # 4 GB as a copy; 12 GB in all
+    refused(lambda: regression_target(x), ValueError, "f\\(x\\) and its two")
+    small = torch.linspace(0, 5, 7)
+    assert torch.equal(
+        regression_target(small), 2 * torch.sin(small) + small.pow(0.8)
+    )

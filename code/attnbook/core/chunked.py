@@ -275,6 +275,8 @@ def chunked_attention(
         queries.shape[:-2], keys.shape[:-2], values.shape[:-2]
     )
     n_q, n_k = queries.shape[-2], keys.shape[-2]
+    # a block never needs more keys than there are (nor masks padded beyond)
+    chunk_size = min(chunk_size, max(n_k, 1))
     if mask is not None:
         # as in attention: the mask may not enlarge the scores (..., n_q, n_k)
         scores_batch = torch.broadcast_shapes(

@@ -149,6 +149,10 @@ def regression_data(
 def regression_target(x: torch.Tensor) -> torch.Tensor:
     """The noise-free function f(x) = 2 sin(x) + x^0.8 the chapter learns."""
     require_float("x", x)
+    # the two terms and their sum: three tensors of x's size at once
+    require_matrix_fits(
+        "f(x) and its two terms", (3, *x.shape), x.dtype, "use fewer x, or"
+    )
     return 2 * torch.sin(x) + x.pow(0.8)
 
 

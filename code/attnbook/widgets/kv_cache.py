@@ -13,6 +13,7 @@ from .._checks import require_int_in
 from ..measure.kv_cache import kv_cache_bytes
 from ._explorer import live_explorer
 from ._frames import Choices
+from ._live import draws_view
 
 LAYERS, HEADS, HEAD_DIM = 32, 32, 128
 WEIGHTS_BYTES = 16 * 10**9  # 8 billion parameters in 16-bit numbers
@@ -65,6 +66,7 @@ def kv_cache_view(
     }
 
 
+@draws_view
 def plot_kv_cache(view: dict):
     """Cache GiB per sequence against the context (log-log): plain
     multi-head (grey), the chosen setting (blue), the memory left beside the
@@ -89,6 +91,7 @@ def plot_kv_cache(view: dict):
     return fig
 
 
+@draws_view
 def update_kv_cache_figure(fig, view: dict) -> list:
     """Show ``view`` in a figure made by ``plot_kv_cache``; returns the
     artists that changed."""

@@ -9,6 +9,7 @@ from ..core.sampling import check_sampling
 from ..tasks.text import VOCAB
 from ._explorer import live_explorer
 from ._frames import Choices
+from ._live import draws_view
 
 PROMPTS = ("Return the ", "If the file does not ex", "This module provides ")
 TEMPERATURES = (0.0, 0.5, 1.0, 1.5)
@@ -21,6 +22,7 @@ _VISIBLE = {" ": "\u2423", "\n": "\u23ce"}  # space and newline, made visible
 
 def visible(text: str) -> str:
     """``text`` with spaces shown as ␣ and newlines as ⏎."""
+    require_text("text", text)
     return "".join(_VISIBLE.get(c, c) for c in text)
 
 
@@ -42,6 +44,10 @@ def decoding_view(
     the sampling probability of characters not shown; and ``continuation``,
     ``SAMPLE_LENGTH`` characters drawn with ``seed``.
     """
+    if not hasattr(lm, "next_char_distribution"):
+        raise TypeError(
+            f"lm must be a PretrainedLanguageModel, got {type(lm).__name__}"
+        )
     require_text("prompt", prompt)
     check_sampling(temperature, top_k, top_p)
     require_int_in("seed", seed, 0, 2**63 - 1)
@@ -74,6 +80,7 @@ def _setting_text(view: dict) -> str:
     )
 
 
+@draws_view
 def plot_decoding(view: dict):
     """Bars: the model's probabilities of the most likely next characters
     (grey) and the distribution the setting samples from (blue); below,
@@ -99,6 +106,7 @@ def plot_decoding(view: dict):
     return fig
 
 
+@draws_view
 def update_decoding_figure(fig, view: dict) -> list:
     """Show ``view`` in a figure made by ``plot_decoding``; returns the
     artists that changed (the axes: its tick labels follow the prompt)."""
