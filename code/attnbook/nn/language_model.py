@@ -36,6 +36,7 @@ from .._checks import (
     restores_rng_on_error,
 )
 from ..core.attention import attention
+from ..core.grouped_query import grouped_query_attention
 from ..core.masking import causal_mask
 from ..core.sampling import check_sampling, sample_next_token
 from ..core.scoring import scaled_dot_score
@@ -47,7 +48,7 @@ _FEWER = "use fewer layers or"
 
 class KVCache:
     """The keys and values each layer has seen: per layer two tensors
-    (B, num_heads, n, head_dim), grown by ``append``. ``len(cache)`` is n,
+    (B, num_kv_heads, n, head_dim), grown by ``append``. ``len(cache)`` is n,
     the number of positions cached."""
 
     def __init__(self, num_layers: int):
@@ -119,15 +120,24 @@ def _require_cache(cache) -> KVCache:
 class DecoderOnlyBlock(nn.Module):
     """A pre-LN block with causal self-attention: x (B, n, E) -> (B, n, E).
 
-    Sub-modules: ``norm1``, ``self_attn`` (attnbook.MultiHeadAttention),
-    ``norm2``, ``ffn`` (PositionWiseFFN), as in the encoder block.
+    Sub-modules: ``norm1``, ``self_attn`` (attnbook.MultiHeadAttention,
+    with ``num_kv_heads`` key-value heads: None = num_heads), ``norm2``,
+    ``ffn`` (PositionWiseFFN), as in the encoder block.
     """
 
     @restores_rng_on_error
-    def __init__(self, embed_dim: int, num_heads: int, ffn_dim: int):
+    def __init__(
+        self,
+        embed_dim: int,
+        num_heads: int,
+        ffn_dim: int,
+        num_kv_heads: int | None = None,
+    ):
         super().__init__()
         self.norm1 = LayerNorm(embed_dim)
-        self.self_attn = MultiHeadAttention(embed_dim, num_heads)
+        self.self_attn = MultiHeadAttention(
+            embed_dim, num_heads, num_kv_heads=num_kv_heads
+        )
         self.norm2 = LayerNorm(embed_dim)
         self.ffn = PositionWiseFFN(embed_dim, ffn_dim)
 
@@ -145,12 +155,22 @@ class DecoderOnlyBlock(nn.Module):
         _require_cache(cache)
         mha = self.self_attn
         h = self.norm1(x)
-        q, k, v = (split_heads(t, mha.num_heads) for t in mha.project(h, h, h))
-        k, v = cache.append(layer, k, v)  # (B, h, n_k, d)
+        q, k, v = mha.project(h, h, h)
+        q = split_heads(q, mha.num_heads)
+        k, v = (split_heads(t, mha.num_kv_heads) for t in (k, v))
+        k, v = cache.append(layer, k, v)  # (B, g, n_k, d)
         mask = causal_mask(q.shape[-2], k.shape[-2], device=x.device)
-        heads, _ = attention(q, k, v, score=scaled_dot_score, mask=mask)
+        heads = _cached_attention(q, k, v, mask)
         x = x + mha.out_proj(merge_heads(heads))
         return x + self.ffn(self.norm2(x))
+
+
+def _cached_attention(q, k, v, mask) -> torch.Tensor:
+    """Heads (B, h, n_q, d) of queries (B, h, n_q, d) over cached keys and
+    values (B, g, n_k, d): plain attention when g = h, else grouped."""
+    if k.shape[1] == q.shape[1]:
+        return attention(q, k, v, score=scaled_dot_score, mask=mask)[0]
+    return grouped_query_attention(q, k, v, mask=mask)[0]
 
 
 class DecoderOnlyTransformer(nn.Module):
@@ -159,7 +179,9 @@ class DecoderOnlyTransformer(nn.Module):
 
     tokens (B, n) int64 in [0, vocab_size) -> logits (B, n, vocab_size);
     logits[:, t] predicts token t + 1 from tokens 0 .. t. At most
-    ``context_len`` positions (learned position embeddings).
+    ``context_len`` positions (learned position embeddings). num_kv_heads:
+    key-value heads per layer (None = num_heads; fewer: grouped-query
+    attention, 1: multi-query), so the cache holds num_kv_heads heads.
     """
 
     @restores_rng_on_error
@@ -171,6 +193,7 @@ class DecoderOnlyTransformer(nn.Module):
         num_heads: int = 4,
         num_layers: int = 4,
         ffn_dim: int = 512,
+        num_kv_heads: int | None = None,
     ):
         super().__init__()
         self.vocab_size = require_int("vocab_size", vocab_size)
@@ -187,7 +210,7 @@ class DecoderOnlyTransformer(nn.Module):
         self.token_embedding = nn.Embedding(vocab_size, embed_dim)
         self.position_embedding = nn.Embedding(context_len, embed_dim)
         self.blocks = nn.ModuleList(
-            DecoderOnlyBlock(embed_dim, num_heads, ffn_dim)
+            DecoderOnlyBlock(embed_dim, num_heads, ffn_dim, num_kv_heads)
             for _ in range(require_int("num_layers", num_layers))
         )
         self.norm = LayerNorm(embed_dim)
