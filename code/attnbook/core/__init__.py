@@ -1,8 +1,10 @@
 """Attention as tensor functions: the mechanisms every later layer is built
 from.
 
-masking (keep-masks, masked softmax), scoring (dot, scaled dot, bilinear and
-additive scores), attention (soft and hard attention over keys and values),
+masking (keep-masks: from lengths, causal, sliding-window; masked softmax),
+scoring (dot, scaled dot, bilinear and additive scores), attention (soft and
+hard attention over keys and values), grouped_query (several query heads
+sharing one key-value head: MQA, GQA),
 kernel_regression (Nadaraya-Watson, chapter 1), positional (sinusoidal and
 learned position tables), rotary (RoPE), chunked (attention one block of
 keys at a time, with an online softmax) and sampling (the next token:

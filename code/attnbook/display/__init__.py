@@ -1,5 +1,6 @@
 """How the book shows things: figures and heat maps (figures), drawn diagrams
-of the mechanisms (diagrams) and syntax-coloured source listings (listing).
+of the mechanisms (diagrams; kv_sharing, which key-value head each query head
+reads) and syntax-coloured source listings (listing).
 
 May import: every layer below (core, nn, tasks, experiments, measure); never
 the widgets.

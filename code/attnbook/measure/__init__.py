@@ -1,6 +1,6 @@
 """Measuring: agreement of two results within a tolerance (compare), wall time
-(timing), bytes (memory), parameters (parameters), and the thread count a
-measurement runs with (threads).
+(timing), bytes (memory), parameters (parameters), the bytes of a key-value
+cache (kv_cache), and the thread count a measurement runs with (threads).
 
 May import: only ``attnbook._checks`` (every other layer may use these).
 """
