@@ -4,7 +4,7 @@ makes a live explorer (``_live``) in a kernel, or its pre-drawn frames
 works without Python."""
 
 from ..measure.threads import single_thread
-from ._frames import frame_explorer, frames_wanted
+from ._frames import Choices, frame_explorer, frames_wanted
 from ._live import LiveFigure, _message_output, explorer_box
 
 
@@ -65,3 +65,32 @@ def live_explorer(
     box = explorer_box([widgets.HBox(list(controls.values())), output])
     box.live_figure = live_figure
     return box
+
+
+def buttons_explorer(
+    options: dict, labels: dict, values: dict, slider: str, view, plot, update
+):
+    """``live_explorer`` whose controls are toggle buttons, one per name of
+    ``options`` (name -> list of (label, value) pairs), except ``slider``,
+    a SelectionSlider; ``labels`` gives each control's description and
+    ``values`` its first value. The frames use the same grid."""
+    import ipywidgets as widgets
+
+    controls, frames = {}, {}
+    for name, choices in options.items():
+        is_slider = name == slider
+        kind = widgets.SelectionSlider if is_slider else widgets.ToggleButtons
+        extra = {"continuous_update": False} if is_slider else {}
+        controls[name] = kind(
+            options=choices,
+            value=values[name],
+            description=labels[name],
+            **extra,
+        )
+        frames[name] = Choices(
+            labels[name],
+            choices,
+            kind="slider" if is_slider else "buttons",
+            value=values[name],
+        )
+    return live_explorer(controls, view, plot, update, frames=frames)

@@ -11,8 +11,7 @@ import matplotlib.pyplot as plt
 
 from .._checks import require_int_in
 from ..measure.kv_cache import kv_cache_bytes
-from ._explorer import live_explorer
-from ._frames import Choices
+from ._explorer import buttons_explorer
 from ._live import draws_view
 
 LAYERS, HEADS, HEAD_DIM = 32, 32, 128
@@ -118,8 +117,6 @@ def kv_cache_explorer(
 ):
     """Buttons for the key-value heads, the window, the context and the
     memory; redraws the cache's size and the batch that fits."""
-    import ipywidgets as widgets
-
     options = {
         "num_kv_heads": [(str(g), g) for g in KV_HEADS],
         "window": [("none", 0)] + [(f"{w:,}", w) for w in WINDOWS[1:]],
@@ -138,31 +135,12 @@ def kv_cache_explorer(
         "context": context,
         "memory_gb": memory_gb,
     }
-    controls = {
-        name: widgets.ToggleButtons(
-            options=options[name], value=first[name], description=labels[name]
-        )
-        for name in options
-    }
-    controls["context"] = widgets.SelectionSlider(
-        options=options["context"],
-        value=context,
-        description="context",
-        continuous_update=False,
-    )
-    frames = {
-        name: Choices(
-            labels[name],
-            options[name],
-            kind="slider" if name == "context" else "buttons",
-            value=first[name],
-        )
-        for name in options
-    }
-    return live_explorer(
-        controls,
+    return buttons_explorer(
+        options,
+        labels,
+        first,
+        "context",
         kv_cache_view,
         plot_kv_cache,
         update_kv_cache_figure,
-        frames=frames,
     )

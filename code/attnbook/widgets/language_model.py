@@ -7,8 +7,7 @@ import torch
 from .._checks import require_int_in, require_text
 from ..core.sampling import check_sampling
 from ..tasks.text import VOCAB
-from ._explorer import live_explorer
-from ._frames import Choices
+from ._explorer import buttons_explorer
 from ._live import draws_view
 
 PROMPTS = ("Return the ", "If the file does not ex", "This module provides ")
@@ -141,8 +140,6 @@ def decoding_explorer(
 
     lm: a ``PretrainedLanguageModel`` (default: the book's).
     """
-    import ipywidgets as widgets
-
     if lm is None:
         from ..tasks.language_model import pretrained_language_model
 
@@ -166,34 +163,18 @@ def decoding_explorer(
         "top_k": top_k or 0,
         "top_p": top_p or 0,
     }
-    controls = {
-        name: widgets.ToggleButtons(
-            options=options[name], value=first[name], description=labels[name]
-        )
-        for name in ("prompt", "top_k", "top_p")
-    }
-    controls["temperature"] = widgets.SelectionSlider(
-        options=options["temperature"],
-        value=temperature,
-        description="temperature",
-        continuous_update=False,
-    )
-    controls = {name: controls[name] for name in options}  # menu order
 
     def view(prompt, temperature, top_k, top_p):
         return decoding_view(
             lm, prompt, temperature, top_k or None, top_p or None
         )
 
-    frames = {
-        name: Choices(
-            labels[name],
-            options[name],
-            kind="slider" if name == "temperature" else "buttons",
-            value=first[name],
-        )
-        for name in options
-    }
-    return live_explorer(
-        controls, view, plot_decoding, update_decoding_figure, frames=frames
+    return buttons_explorer(
+        options,
+        labels,
+        first,
+        "temperature",
+        view,
+        plot_decoding,
+        update_decoding_figure,
     )
