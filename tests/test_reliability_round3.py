@@ -59,7 +59,11 @@ def refused(call, error, match, *owned):
 def _assert_same(old, new):
     if isinstance(old, torch.Tensor):
         assert old.shape == new.shape and old.dtype == new.dtype
-        torch.testing.assert_close(new, old, rtol=0, atol=0, equal_nan=True)
+        assert old.stride() == new.stride()
+        # compare what the tensors hold (their storage), not the view: a
+        # broadcast view of 10**9 rows would be materialised by a comparison
+        old_bytes = bytes(old.untyped_storage())
+        assert bytes(new.untyped_storage()) == old_bytes
     elif isinstance(old, KVCache):
         assert len(old.keys) == len(new.keys)
         for a, b in zip(old.keys + old.values, new.keys + new.values):
