@@ -71,3 +71,61 @@ def draw_kv_sharing(num_heads: int = 8, num_kv_heads=(8, 2, 1)):
         _panel(ax, num_heads, g)
     fig.tight_layout()
     return fig
+
+
+def _box(ax, x, y, text, colour, width=1.5, height=0.5):
+    ax.add_patch(
+        FancyBboxPatch(
+            (x - width / 2, y - height / 2), width, height,
+            boxstyle="round,pad=0.03", facecolor=to_rgba(colour, 0.35),
+            edgecolor="0.3",
+        )
+    )  # fmt: skip
+    ax.text(x, y, text, ha="center", va="center", fontsize=8)
+
+
+def _arrow(ax, start, end, label=""):
+    ax.annotate(
+        "", xy=end, xytext=start,
+        arrowprops={"arrowstyle": "->", "color": "0.35", "lw": 0.9},
+    )  # fmt: skip
+    if label:
+        middle = ((start[0] + end[0]) / 2, (start[1] + end[1]) / 2)
+        ax.text(*middle, f" {label}", fontsize=7.5, va="center", color="0.2")
+
+
+def draw_latent_attention():
+    """Multi-head latent attention (DeepSeek-V2) in two panels: left, the
+    explicit form (the cached latent c_t up-projected into every head's keys
+    and values); right, the absorbed form (the queries multiplied by W^UK
+    score the latents directly). Returns the figure."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.3))
+    for ax, title in (
+        (left, "explicit: keys and values formed per head"),
+        (right, "absorbed: the queries read the latents"),
+    ):
+        _box(ax, 0, 0, "token $h_t$", "0.7", width=1.3)
+        _box(ax, 0, 1.2, "latent $c_t$ (cached)", "C1", width=1.9)
+        _arrow(ax, (0, 0.27), (0, 0.93), "$W^{DKV}$")
+        _box(ax, -2.1, 1.2, "queries $q_{t,i}$", "C0", width=1.5)
+        _arrow(ax, (-0.3, 0.2), (-1.8, 0.93), "$W^{Q}$")
+        ax.set_title(title, fontsize=9)
+        ax.set_xlim(-3.1, 3.2)
+        ax.set_ylim(-0.5, 3.3)
+        ax.axis("off")
+    for j, x in enumerate((0.75, 2.2)):
+        name = "keys $k_{j,i}$" if j == 0 else "values $v_{j,i}$"
+        _box(left, x, 2.2, name, "C2", width=1.3)
+        weight = "$W^{UK}$" if j == 0 else "$W^{UV}$"
+        _arrow(left, (0.2 + 0.5 * j, 1.47), (x - 0.2, 1.93), weight)
+        _arrow(left, (x - 0.3, 2.47), (x - 0.6 - 0.5 * j, 2.73))
+    _box(left, 0, 3.0, "scores, heads, $W^{O}$", "0.85", width=2.6)
+    _arrow(left, (-2.1, 1.47), (-1.0, 2.73))
+    _box(right, -2.1, 2.3, "$W_i^{UK\\top} q_{t,i}$", "C0", width=1.5)
+    _arrow(right, (-2.1, 1.47), (-2.1, 2.03))
+    _box(right, 0, 3.0, "one shared head over $c_j$;  $W^{O} W^{UV}$", "0.85",
+         width=3.6)  # fmt: skip
+    _arrow(right, (-2.1, 2.57), (-1.2, 2.73))
+    _arrow(right, (0, 1.47), (0, 2.73))
+    fig.tight_layout()
+    return fig

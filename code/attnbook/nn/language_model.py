@@ -41,6 +41,7 @@ from ..core.masking import causal_mask
 from ..core.sampling import check_sampling, sample_next_token
 from ..core.scoring import scaled_dot_score
 from .encoder import LayerNorm, PositionWiseFFN, _blocks_weights
+from .latent_attention import MultiHeadLatentAttention
 from .multihead import MultiHeadAttention, merge_heads, split_heads
 
 _FEWER = "use fewer layers or"
@@ -117,12 +118,29 @@ def _require_cache(cache) -> KVCache:
     return cache
 
 
+class _LatentSelfAttention(MultiHeadLatentAttention):
+    """MultiHeadLatentAttention called as MultiHeadAttention is in a block:
+    (query, key, value, mask) with query, key and value the same tensor;
+    returns (output, the latent cache)."""
+
+    def forward(self, query, key, value, mask=None):
+        if key is not query or value is not query:
+            raise ValueError(
+                "latent attention here is self-attention: query, key and "
+                "value must be the same tensor"
+            )
+        return super().forward(query, mask=mask)
+
+
 class DecoderOnlyBlock(nn.Module):
     """A pre-LN block with causal self-attention: x (B, n, E) -> (B, n, E).
 
-    Sub-modules: ``norm1``, ``self_attn`` (attnbook.MultiHeadAttention,
-    with ``num_kv_heads`` key-value heads: None = num_heads), ``norm2``,
-    ``ffn`` (PositionWiseFFN), as in the encoder block.
+    Sub-modules: ``norm1``, ``self_attn``, ``norm2``, ``ffn``
+    (PositionWiseFFN), as in the encoder block. ``self_attn`` is
+    attnbook.MultiHeadAttention with ``num_kv_heads`` key-value heads (None =
+    num_heads), or, with ``latent_dim``, MultiHeadLatentAttention whose keys
+    and values come from a latent of that size (no rotary part: positions
+    enter with the embeddings).
     """
 
     @restores_rng_on_error
@@ -132,19 +150,33 @@ class DecoderOnlyBlock(nn.Module):
         num_heads: int,
         ffn_dim: int,
         num_kv_heads: int | None = None,
+        latent_dim: int | None = None,
     ):
         super().__init__()
+        if latent_dim is not None and num_kv_heads is not None:
+            raise ValueError(
+                "give num_kv_heads or latent_dim, not both: latent attention "
+                f"shares one latent among all heads (got num_kv_heads="
+                f"{num_kv_heads}, latent_dim={latent_dim})"
+            )
         self.norm1 = LayerNorm(embed_dim)
-        self.self_attn = MultiHeadAttention(
-            embed_dim, num_heads, num_kv_heads=num_kv_heads
-        )
+        if latent_dim is None:
+            self.self_attn = MultiHeadAttention(
+                embed_dim, num_heads, num_kv_heads=num_kv_heads
+            )
+        else:
+            self.self_attn = _LatentSelfAttention(
+                embed_dim, num_heads, latent_dim
+            )
         self.norm2 = LayerNorm(embed_dim)
         self.ffn = PositionWiseFFN(embed_dim, ffn_dim)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """The whole sequence at once, under the causal mask (n, n)."""
+    def forward(self, x: torch.Tensor, mask=None) -> torch.Tensor:
+        """The whole sequence at once, under ``mask`` (n, n), True = keep;
+        None: the causal mask."""
         h = self.norm1(x)
-        mask = causal_mask(x.shape[1], device=x.device)
+        if mask is None:
+            mask = causal_mask(x.shape[1], device=x.device)
         x = x + self.self_attn(h, h, h, mask=mask)[0]
         return x + self.ffn(self.norm2(x))
 
@@ -154,6 +186,11 @@ class DecoderOnlyBlock(nn.Module):
         bottom-right causal mask (n_new, n_k)."""
         _require_cache(cache)
         mha = self.self_attn
+        if isinstance(mha, _LatentSelfAttention):
+            raise ValueError(
+                "a latent-attention block runs without a KVCache here (its "
+                "cache is a latent: MultiHeadLatentAttention(cache=...))"
+            )
         h = self.norm1(x)
         q, k, v = mha.project(h, h, h)
         q = split_heads(q, mha.num_heads)
@@ -182,6 +219,8 @@ class DecoderOnlyTransformer(nn.Module):
     ``context_len`` positions (learned position embeddings). num_kv_heads:
     key-value heads per layer (None = num_heads; fewer: grouped-query
     attention, 1: multi-query), so the cache holds num_kv_heads heads.
+    latent_dim: multi-head latent attention in every block instead (keys
+    and values from one latent of that size per position; no KVCache).
     """
 
     @restores_rng_on_error
@@ -194,6 +233,7 @@ class DecoderOnlyTransformer(nn.Module):
         num_layers: int = 4,
         ffn_dim: int = 512,
         num_kv_heads: int | None = None,
+        latent_dim: int | None = None,
     ):
         super().__init__()
         self.vocab_size = require_int("vocab_size", vocab_size)
@@ -210,7 +250,9 @@ class DecoderOnlyTransformer(nn.Module):
         self.token_embedding = nn.Embedding(vocab_size, embed_dim)
         self.position_embedding = nn.Embedding(context_len, embed_dim)
         self.blocks = nn.ModuleList(
-            DecoderOnlyBlock(embed_dim, num_heads, ffn_dim, num_kv_heads)
+            DecoderOnlyBlock(
+                embed_dim, num_heads, ffn_dim, num_kv_heads, latent_dim
+            )
             for _ in range(require_int("num_layers", num_layers))
         )
         self.norm = LayerNorm(embed_dim)
@@ -227,16 +269,25 @@ class DecoderOnlyTransformer(nn.Module):
             positions.to(tokens.device)
         )
 
-    def forward(self, tokens: torch.Tensor, cache: KVCache | None = None):
+    def forward(
+        self, tokens: torch.Tensor, cache: KVCache | None = None, mask=None
+    ):
         """Logits (B, n, vocab_size). With a ``cache``, ``tokens`` are the
         next n positions after the len(cache) cached ones, and the cache
-        grows by n (n > 1: a prefill)."""
+        grows by n (n > 1: a prefill). ``mask`` (n, n), True = keep, replaces
+        the causal mask of every block (without a cache only), e.g. a
+        ``sliding_window_mask(n, window=w)``."""
         self._check_cache(cache)
         if cache is None:
             x = self.embed(tokens)
             for block in self.blocks:
-                x = block(x)
+                x = block(x, mask)
         else:
+            if mask is not None:
+                raise ValueError(
+                    "mask works without a cache only; the cached path "
+                    "builds causal_mask(n_q, n_k) itself"
+                )
             x = self.embed(tokens, start=len(cache))
             for layer, block in enumerate(self.blocks):
                 x = block.forward_cached(x, cache, layer)
