@@ -1,0 +1,162 @@
+"""What sharing keys and values costs (chapter 13): chapter 12's language
+model retrained with fewer key-value heads and with latent attention, each
+scored on the held-out text, against the numbers its cache holds.
+
+Every variant runs ``train_language_model(**TRAINING_RECIPE)`` with one
+change to the model's config (and the seed): the same data, steps, batches and
+schedule. The shipped chapter 12 model is the variant with 4 key-value heads
+and seed 0. ``python -m attnbook.train.kv_sharing`` trains the others and
+writes ``data/kv_sharing.json``; ``kv_sharing_results()`` reads it, checked
+against its pinned SHA-256.
+"""
+
+import json
+
+import torch
+
+from .._checks import keep_global_rng, require_int
+from .._weights import read_pinned, weights_digest
+from ..measure.parameters import count_parameters
+from ..nn.language_model import DecoderOnlyTransformer
+from ..nn.multihead import MultiHeadAttention
+from ..tasks.language_model import (
+    MODEL_CONFIG,
+    TRAINING_RECIPE,
+    bits_per_char,
+    pretrained_language_model,
+    train_language_model,
+)
+from ..tasks.text import corpus_split
+
+KV_SHARING_FILE = "kv_sharing.json"
+KV_SHARING_SHA256 = (
+    "0000000000000000000000000000000000000000000000000000000000000000"
+)
+# name -> (config change, seed); "mha" seed 0 is the shipped model
+VARIANTS = {
+    "mha": ({}, 0),
+    "mha-seed1": ({}, 1),
+    "gqa2": ({"num_kv_heads": 2}, 0),
+    "mqa": ({"num_kv_heads": 1}, 0),
+    "mqa-seed1": ({"num_kv_heads": 1}, 1),
+    "mla64": ({"latent_dim": 64}, 0),
+}
+
+
+def cached_numbers_per_token(config: dict) -> int:
+    """Numbers one layer's cache holds per position: 2 x key-value heads x
+    head size (keys and values), or the latent's size for latent attention.
+    """
+    config = {**MODEL_CONFIG, **config}
+    if config.get("latent_dim") is not None:
+        return config["latent_dim"]
+    kv_heads = config.get("num_kv_heads") or config["num_heads"]
+    return 2 * kv_heads * config["embed_dim"] // config["num_heads"]
+
+
+def pool_kv_heads(model, num_kv_heads: int):
+    """A copy of ``model`` (a DecoderOnlyTransformer with multi-head
+    attention) with ``num_kv_heads`` key-value heads per layer, each the mean
+    of the key (and value) projections of the heads it replaces (Ainslie et
+    al. 2023, Sec. 2.1); every other weight is copied."""
+    kv_heads = _check_poolable(model, num_kv_heads)
+    attn = model.blocks[0].self_attn
+    with keep_global_rng():
+        pooled = DecoderOnlyTransformer(
+            model.vocab_size,
+            model.context_len,
+            attn.embed_dim,
+            attn.num_heads,
+            len(model.blocks),
+            model.blocks[0].ffn.linear1.out_features,
+            num_kv_heads=num_kv_heads,
+        )
+    state = model.state_dict()
+    for name in list(state):
+        if name.endswith("self_attn.in_proj_weight") or name.endswith(
+            "self_attn.in_proj_bias"
+        ):
+            sizes = [attn.embed_dim, attn.kv_dim, attn.kv_dim]
+            q, k, v = state[name].split(sizes)
+            state[name] = torch.cat(
+                [q, _mean_of_groups(k, kv_heads, num_kv_heads),
+                 _mean_of_groups(v, kv_heads, num_kv_heads)]
+            )  # fmt: skip
+    pooled.load_state_dict(state)
+    return pooled.eval()
+
+
+def _mean_of_groups(rows, kv_heads: int, num_kv_heads: int):
+    """Rows (kv_heads * d, ...) of kv_heads heads -> (num_kv_heads * d, ...):
+    each new head the mean of kv_heads / num_kv_heads neighbouring ones."""
+    groups = rows.unflatten(0, (num_kv_heads, kv_heads // num_kv_heads, -1))
+    return groups.mean(dim=1).flatten(0, 1)
+
+
+def _check_poolable(model, num_kv_heads) -> int:
+    if not isinstance(model, DecoderOnlyTransformer) or not all(
+        isinstance(b.self_attn, MultiHeadAttention) for b in model.blocks
+    ):
+        raise TypeError(
+            "model must be a DecoderOnlyTransformer with multi-head "
+            f"attention, got {type(model).__name__}"
+        )
+    kv_heads = model.blocks[0].self_attn.num_kv_heads
+    require_int("num_kv_heads", num_kv_heads)
+    if kv_heads % num_kv_heads:
+        raise ValueError(
+            f"num_kv_heads must divide the model's {kv_heads} key-value "
+            f"heads, got {num_kv_heads}"
+        )
+    return kv_heads
+
+
+def run_variant(name: str) -> dict:
+    """Train (or, for "mha", load the shipped model) and score one variant:
+    a JSON-ready dict."""
+    if name not in VARIANTS:
+        raise ValueError(
+            f"name must be one of {sorted(VARIANTS)}, got {name!r}"
+        )
+    change, seed = VARIANTS[name]
+    if name == "mha":
+        lm = pretrained_language_model()
+        model, final_loss = lm.model, float(lm.losses[-1])
+    else:
+        recipe = {**TRAINING_RECIPE, "seed": seed}
+        model, history = train_language_model(
+            **recipe, config=change, progress=False
+        )
+        final_loss = history["loss"][-1]
+    held_out = corpus_split()[1]
+    return {
+        "name": name,
+        "config": change,
+        "seed": seed,
+        "parameters": count_parameters(model),
+        "cached_per_token_per_layer": cached_numbers_per_token(change),
+        "held_out_bits_per_char": bits_per_char(model, held_out),
+        "final_training_loss_nats": final_loss,
+        "weights_digest": weights_digest(model),
+    }
+
+
+def kv_sharing_results() -> dict:
+    """The shipped sweep: {"recipe": ..., "variants": {name: record}}."""
+    data = read_pinned(KV_SHARING_FILE, KV_SHARING_SHA256)
+    return json.loads(data)
+
+
+def results_json(records: list) -> str:
+    """The file ``kv_sharing_results`` reads, from ``run_variant`` records."""
+    return (
+        json.dumps(
+            {
+                "recipe": TRAINING_RECIPE,
+                "model": MODEL_CONFIG,
+                "variants": {r["name"]: r for r in records},
+            },
+            indent=1,
+        )
+        + "\n"
+    )
