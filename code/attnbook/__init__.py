@@ -4,9 +4,10 @@ The tree is the architecture. Layers, bottom up; each imports only its own
 layer and the ones below it (tests/test_layout.py checks it):
 
   measure      agreement within a tolerance, timing, memory, parameter
-               counts, threads, key-value cache bytes
+               counts, threads, key-value cache bytes, head scores
   core         attention as tensor functions: masking, scoring, attention,
-               kernel regression, positional, rotary, chunked, grouped-query
+               kernel regression, positional, rotary, long context (ALiBi,
+               RoPE scaling), chunked, grouped-query
   nn           modules: multi-head (and grouped-query), latent and
                self-attention, the Transformer encoder and decoder, the RNN
                encoder-decoder, pointer networks
@@ -35,6 +36,12 @@ from .core.kernel_regression import (
     regression_data,
     regression_target,
 )
+from .core.long_context import (
+    alibi_bias,
+    alibi_slopes,
+    rope_frequencies,
+    yarn_attention_scale,
+)
 from .core.masking import (
     causal_mask,
     lengths_to_mask,
@@ -58,6 +65,7 @@ from .core.scoring import (
 from .display.figures import sharp_figures, show_heatmaps
 from .display.listing import show_source
 from .measure.compare import agreement
+from .measure.head_scores import induction_score, previous_token_score
 from .measure.kv_cache import kv_cache_bytes, mla_cache_bytes
 from .nn.decoder import (
     EncoderDecoderTransformer,
@@ -98,6 +106,8 @@ __all__ = [
     "TransformerEncoder",
     "TransformerEncoderBlock",
     "agreement",
+    "alibi_bias",
+    "alibi_slopes",
     "apply_rotary",
     "attention",
     "attention_weights",
@@ -107,6 +117,7 @@ __all__ = [
     "gaussian_scores",
     "grouped_query_attention",
     "hard_attention",
+    "induction_score",
     "kv_cache_bytes",
     "lengths_to_mask",
     "masked_softmax",
@@ -119,8 +130,10 @@ __all__ = [
     "position_shift_matrix",
     "pretrained_language_model",
     "pretrained_sorter",
+    "previous_token_score",
     "regression_data",
     "regression_target",
+    "rope_frequencies",
     "sample_next_token",
     "scaled_dot_score",
     "set_matrix_memory_limit",
@@ -131,5 +144,6 @@ __all__ = [
     "sliding_window_mask",
     "sorting_batch",
     "split_heads",
+    "yarn_attention_scale",
 ]
 __version__ = "0.1.0"

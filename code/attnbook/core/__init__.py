@@ -6,9 +6,11 @@ scoring (dot, scaled dot, bilinear and additive scores), attention (soft and
 hard attention over keys and values), grouped_query (several query heads
 sharing one key-value head: MQA, GQA),
 kernel_regression (Nadaraya-Watson, chapter 1), positional (sinusoidal and
-learned position tables), rotary (RoPE), chunked (attention one block of
-keys at a time, with an online softmax) and sampling (the next token:
-greedy, temperature, top-k, top-p).
+learned position tables), rotary (RoPE), long_context (ALiBi's slopes and
+biases, RoPE's frequencies scaled by position interpolation, NTK-aware
+scaling and YaRN), chunked (attention one block of keys at a time, with an
+online softmax) and sampling (the next token: greedy, temperature, top-k,
+top-p).
 
 May import: torch, ``attnbook._checks`` and ``attnbook.measure``. Nothing
 above.

@@ -1,0 +1,60 @@
+"""Scores that say what an attention head does, read off its weights.
+
+A previous-token head puts its weight on the key just before the query. An
+induction head (Elhage et al. 2021, Olsson et al. 2022) works on a sequence
+whose second part repeats the first with a period P: at query i it looks
+for the earlier occurrence of its token (position i - P) and attends to the
+token that followed it, key i - P + 1, the token it predicts next.
+"""
+
+import torch
+
+from .._checks import require_float, require_int_in
+
+
+def previous_token_score(weights: torch.Tensor) -> torch.Tensor:
+    """Mean weight on the previous key, one score per leading index.
+
+    weights: (..., n, n) attention weights of n queries over the same n
+        keys, floating point, n >= 2; e.g. (layers, heads, n, n).
+    Returns a tensor (...), e.g. (layers, heads): the mean of
+    weights[..., i, i - 1] over the queries i = 1 .. n - 1. A head that
+    only looks one token back scores 1.0.
+    """
+    _check_square_weights(weights)
+    return weights.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=-1)
+
+
+def induction_score(weights: torch.Tensor, period: int) -> torch.Tensor:
+    """Mean weight on the token after the earlier occurrence, one score per
+    leading index.
+
+    weights: (..., n, n) attention weights of n queries over the same n
+        keys, floating point, n >= 2; e.g. (layers, heads, n, n).
+    period: P, an int in [1, n - 1]: token i repeats token i - P for
+        i >= P (the repeated part).
+    Returns a tensor (...), e.g. (layers, heads): the mean of
+    weights[..., i, i - P + 1] over the queries i = P .. n - 1. A perfect
+    induction head scores 1.0.
+    """
+    n = _check_square_weights(weights)
+    require_int_in("period", period, 1, n - 1)
+    # entries [i, i - P + 1] for i = P - 1 .. n - 1; the first is no repeat
+    diagonal = weights.diagonal(offset=1 - period, dim1=-2, dim2=-1)
+    return diagonal[..., 1:].mean(dim=-1)
+
+
+def _check_square_weights(weights) -> int:
+    """A real floating-point (..., n, n) tensor with n >= 2; returns n."""
+    require_float("weights", weights)
+    if weights.dim() < 2 or weights.shape[-1] != weights.shape[-2]:
+        raise ValueError(
+            "weights must have shape (..., n, n), as many queries as keys, "
+            f"got {tuple(weights.shape)}"
+        )
+    if weights.shape[-1] < 2:
+        raise ValueError(
+            "weights need n >= 2 positions (a query with a key before it), "
+            f"got shape {tuple(weights.shape)}"
+        )
+    return weights.shape[-1]
