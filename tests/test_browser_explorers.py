@@ -77,6 +77,7 @@ EXPLORERS = {
         "language_model",
         'decoding_explorer(lm, prompt="If the file does not ex", temperature=1.0)',
     ),
+    "13_attention_at_inference": ("kv_cache", "kv_cache_explorer()"),
 }
 
 

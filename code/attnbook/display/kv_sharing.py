@@ -18,7 +18,7 @@ def _head(ax, x, y, text, colour):
             edgecolor="0.3",
         )
     )  # fmt: skip
-    ax.text(x, y, text, ha="center", va="center", fontsize=8)
+    ax.text(x, y, text, ha="center", va="center", fontsize=9)
 
 
 def _panel(ax, num_heads: int, num_kv_heads: int) -> None:
@@ -39,7 +39,7 @@ def _panel(ax, num_heads: int, num_kv_heads: int) -> None:
         else "gqa"
     )
     ax.set_title(
-        f"{_TITLES[kind]}: h = {num_heads}, g = {num_kv_heads}", fontsize=9
+        f"{_TITLES[kind]}: h = {num_heads}, g = {num_kv_heads}", fontsize=10
     )
     ax.set_xlim(-0.6, num_heads - 0.4)
     ax.set_ylim(-0.4, 1.4)
@@ -81,7 +81,7 @@ def _box(ax, x, y, text, colour, width=1.5, height=0.5):
             edgecolor="0.3",
         )
     )  # fmt: skip
-    ax.text(x, y, text, ha="center", va="center", fontsize=8)
+    ax.text(x, y, text, ha="center", va="center", fontsize=8.5)
 
 
 def _arrow(ax, start, end, label=""):
@@ -91,7 +91,7 @@ def _arrow(ax, start, end, label=""):
     )  # fmt: skip
     if label:
         middle = ((start[0] + end[0]) / 2, (start[1] + end[1]) / 2)
-        ax.text(*middle, f" {label}", fontsize=7.5, va="center", color="0.2")
+        ax.text(*middle, f" {label}", fontsize=8, va="center", color="0.2")
 
 
 def draw_latent_attention():
@@ -99,7 +99,7 @@ def draw_latent_attention():
     explicit form (the cached latent c_t up-projected into every head's keys
     and values); right, the absorbed form (the queries multiplied by W^UK
     score the latents directly). Returns the figure."""
-    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.3))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(8.6, 3.3))
     for ax, title in (
         (left, "explicit: keys and values formed per head"),
         (right, "absorbed: the queries read the latents"),
@@ -109,7 +109,7 @@ def draw_latent_attention():
         _arrow(ax, (0, 0.27), (0, 0.93), "$W^{DKV}$")
         _box(ax, -2.1, 1.2, "queries $q_{t,i}$", "C0", width=1.5)
         _arrow(ax, (-0.3, 0.2), (-1.8, 0.93), "$W^{Q}$")
-        ax.set_title(title, fontsize=9)
+        ax.set_title(title, fontsize=9.5)
         ax.set_xlim(-3.1, 3.2)
         ax.set_ylim(-0.5, 3.3)
         ax.axis("off")
