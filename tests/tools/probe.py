@@ -106,6 +106,10 @@ SKIP = {
     "attnbook.experiments.norm_placement.run_comparison": "minutes per call",
     # runs a fresh Python (torch import) per call: > 10 s each
     "attnbook.experiments.attention_memory.peak_memory": "a subprocess a call",
+    # trains chapter 12's model for 10 to 20 minutes (or scores the shipped
+    # one on all held-out text); its parts are probed: pool_kv_heads,
+    # cached_numbers_per_token, train_language_model
+    "attnbook.experiments.kv_sharing.run_variant": "minutes per call",
 }
 
 
@@ -954,6 +958,7 @@ method(
     "nn.language_model.DecoderOnlyTransformer.forward",
     LM,
     tokens=TOKENS,
+    mask=lambda: resolve("attnbook.sliding_window_mask")(5, window=2),
 )
 method("nn.language_model.DecoderOnlyTransformer.new_cache", LM)
 method(
@@ -971,6 +976,30 @@ method(
     top_p=0.9,
     generator=lambda: G(),
 )
+fn("nn.language_model.DecoderOnlyTransformer", **LM_SIZES, latent_dim=4)
+fn(
+    "experiments.kv_sharing.pool_kv_heads",
+    model=LM,
+    num_kv_heads=1,
+)
+fn(
+    "experiments.kv_sharing.cached_numbers_per_token",
+    config={"num_kv_heads": 2},
+)
+fn("experiments.kv_sharing.results_json", records=[{"name": "mha"}])
+fn("core.long_context.alibi_slopes", num_heads=4)
+fn("core.long_context.alibi_bias", num_heads=2, n_q=3, n_k=5)
+fn(
+    "core.long_context.rope_frequencies",
+    head_dim=8,
+    scaling="yarn",
+    factor=2.0,
+    original_context=16,
+)
+fn("core.long_context.yarn_attention_scale", factor=2.0)
+WEIGHTS5 = lambda: torch.softmax(R(2, 3, 5, 5), dim=-1)  # noqa: E731
+fn("measure.head_scores.previous_token_score", weights=WEIGHTS5)
+fn("measure.head_scores.induction_score", weights=WEIGHTS5, period=2)
 fn("nn.multihead.split_heads", x=lambda: R(2, 5, 8), num_heads=2)
 fn("nn.multihead.merge_heads", x=lambda: R(2, 2, 5, 4))
 fn("nn.multihead.MultiHeadAttention", embed_dim=8, num_heads=2)

@@ -257,7 +257,20 @@ def median_forward_time(
     require_float("x", x)
     require_int("repeats", repeats, 1)
     with torch.inference_mode():
+        _check_layer_takes(layer, x)
         return median_call_time(lambda: layer(x), repeats, min_seconds)
+
+
+def _check_layer_takes(layer, x) -> None:
+    """One untimed call of layer(x); its failure, e.g. a feature size the
+    layer does not take, becomes a ValueError naming both."""
+    try:
+        layer(x)
+    except (RuntimeError, ValueError, TypeError, IndexError) as error:
+        raise ValueError(
+            f"layer ({type(layer).__name__}) cannot take x of shape "
+            f"{tuple(x.shape)}: {error}"
+        ) from error
 
 
 def time_layers(

@@ -68,7 +68,8 @@ def selection_task(
 
     Returns items (n_examples, n_items, dim) with N(0, 1) entries (float64) and
     target (n_examples,) int64: the item with the largest projection on
-    ``hidden_direction(dim)``.
+    ``hidden_direction(dim)``. generator: None draws from torch's global
+    generator, as torch does.
     """
     require_int("n_examples", n_examples)
     require_generator("generator", generator, allow_none=True)
@@ -228,6 +229,9 @@ def leave_one_out_baseline(losses: torch.Tensor) -> torch.Tensor:
         raise ValueError(
             f"a leave-one-out baseline needs a batch of at least 2, got {n}"
         )
+    require_matrix_fits(
+        "the baselines", (2, n), losses.dtype, hint="use a smaller batch, or"
+    )
     return (losses.sum() - losses) / (n - 1)
 
 
@@ -274,7 +278,8 @@ def selector_loss(
 
     weights (batch, n), items (batch, n, dim), target (batch,). "soft": the
     loss of the weighted average; "expected": hard attention's exact expected
-    loss; "reinforce": the REINFORCE surrogate of it (``reinforce_loss``).
+    loss; "reinforce": the REINFORCE surrogate of it (``reinforce_loss``),
+    sampled with ``generator`` (None: torch's global generator).
     """
     _check_method(method)
     if method == "soft":

@@ -47,6 +47,10 @@ def cached_numbers_per_token(config: dict) -> int:
     """Numbers one layer's cache holds per position: 2 x key-value heads x
     head size (keys and values), or the latent's size for latent attention.
     """
+    if not isinstance(config, dict):
+        raise TypeError(
+            f"config must be a dict of model sizes, got {type(config).__name__}"
+        )
     config = {**MODEL_CONFIG, **config}
     if config.get("latent_dim") is not None:
         return config["latent_dim"]
@@ -149,6 +153,13 @@ def kv_sharing_results() -> dict:
 
 def results_json(records: list) -> str:
     """The file ``kv_sharing_results`` reads, from ``run_variant`` records."""
+    if not isinstance(records, list) or not all(
+        isinstance(r, dict) and "name" in r for r in records
+    ):
+        raise TypeError(
+            "records must be a list of run_variant's dicts (each with a "
+            f"'name'), got {type(records).__name__}"
+        )
     return (
         json.dumps(
             {

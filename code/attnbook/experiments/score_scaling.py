@@ -33,9 +33,26 @@ def softmax_jacobian(weights: torch.Tensor) -> torch.Tensor:
     weights: (..., n), softmax outputs (each row sums to 1).
     Returns J = d weights / d scores, (..., n, n).
     """
-    require_float("weights", weights)
+    _check_rows(weights)
     outer = weights.unsqueeze(-1) * weights.unsqueeze(-2)  # w_i w_j
     return torch.diag_embed(weights) - outer
+
+
+def _check_rows(weights) -> None:
+    """weights: a float tensor (..., n) with n >= 1 whose Jacobian (..., n,
+    n) fits the memory limit."""
+    require_float("weights", weights)
+    if weights.dim() == 0:
+        raise ValueError(
+            "weights must have at least one dimension (..., n), got a 0-d "
+            "tensor"
+        )
+    require_matrix_fits(
+        "the Jacobian",
+        (*weights.shape, weights.shape[-1]),
+        weights.dtype,
+        hint="use fewer weights, or",
+    )
 
 
 def random_queries_and_keys(

@@ -59,7 +59,8 @@ def lookup_batch(
     num_queries: int = 1,
     generator: torch.Generator | None = None,
 ) -> dict:
-    """A batch of hands and questions, drawn with ``generator``.
+    """A batch of hands and questions, drawn with ``generator`` (None:
+    torch's global generator, as torch does).
 
     Returns a dict of int64 tensors: ``card_colours`` and ``card_digits`` (B,
     NUM_CARDS) (distinct within each hand); for each of the ``num_queries``

@@ -88,7 +88,8 @@ def order_batch(
     [PAD] after each sequence, valid_lens (batch_size,) counting [CLS], and
     labels (batch_size,) int64: 1 if A comes before B, else 0. Each sequence
     has between ``min_len`` and ``max_len`` tokens (with [CLS]), exactly one A
-    and one B.
+    and one B. Drawn with ``generator`` (None: torch's global generator, as
+    torch does).
     """
     _check_batch_sizes(batch_size, max_len, min_len, generator)
     if not 3 <= min_len <= max_len:
