@@ -49,7 +49,8 @@ def cached_numbers_per_token(config: dict) -> int:
     """
     if not isinstance(config, dict):
         raise TypeError(
-            f"config must be a dict of model sizes, got {type(config).__name__}"
+            "config must be a dict of model sizes, got "
+            f"{type(config).__name__}"
         )
     config = {**MODEL_CONFIG, **config}
     if config.get("latent_dim") is not None:
