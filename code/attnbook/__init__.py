@@ -10,7 +10,8 @@ layer and the ones below it (tests/test_layout.py checks it):
                RoPE scaling), chunked, grouped-query
   nn           modules: multi-head (and grouped-query), latent and
                self-attention, the Transformer encoder and decoder, the RNN
-               encoder-decoder, pointer networks
+               encoder-decoder, pointer networks, the attention-only
+               model of induction heads
   tasks        the chapters' tasks and data, and the trained models that
                solve them
   experiments  what a chapter measures: score scaling, hard-attention
@@ -67,6 +68,7 @@ from .display.listing import show_source
 from .measure.compare import agreement
 from .measure.head_scores import induction_score, previous_token_score
 from .measure.kv_cache import kv_cache_bytes, mla_cache_bytes
+from .nn.attention_only import AttentionOnlyTransformer
 from .nn.decoder import (
     EncoderDecoderTransformer,
     TransformerDecoder,
@@ -84,11 +86,13 @@ from .nn.latent_attention import MultiHeadLatentAttention
 from .nn.multihead import MultiHeadAttention, merge_heads, split_heads
 from .nn.pointer import PointerNetwork
 from .nn.self_attention import SelfAttention
+from .tasks.induction import pretrained_induction_models
 from .tasks.language_model import pretrained_language_model
 from .tasks.sorting import pretrained_sorter, sorting_batch
 
 __all__ = [
     "AdditiveScore",
+    "AttentionOnlyTransformer",
     "BilinearScore",
     "DecoderOnlyTransformer",
     "EncoderDecoderTransformer",
@@ -128,6 +132,7 @@ __all__ = [
     "next_token_distribution",
     "padding_mask",
     "position_shift_matrix",
+    "pretrained_induction_models",
     "pretrained_language_model",
     "pretrained_sorter",
     "previous_token_score",

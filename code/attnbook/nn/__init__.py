@@ -5,8 +5,10 @@ multihead (multi-head attention, weights interchangeable with
 encoder block and stack, layer norm, feed-forward), decoder (the decoder block
 with its key-value cache, the encoder-decoder Transformer), seq2seq (an RNN
 encoder-decoder with additive attention), pointer (pointer networks),
-language_model (a decoder-only Transformer with a key-value cache) and
-latent_attention (multi-head latent attention, DeepSeek-V2's MLA).
+language_model (a decoder-only Transformer with a key-value cache),
+latent_attention (multi-head latent attention, DeepSeek-V2's MLA) and
+attention_only (attention layers on a residual stream, no MLP: the model of
+induction heads).
 
 May import: torch, ``attnbook._checks``, ``attnbook.measure``,
 ``attnbook.core``. Not the tasks, experiments or anything above them.

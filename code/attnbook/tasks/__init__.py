@@ -5,10 +5,11 @@ copying (the bottleneck experiment's digit strings), date_translator and
 date_transformer (the shipped date models), card_lookup (chapter 4's card game
 and its multi-head model), sorting (chapter 6's pointer-network sorter),
 order_classifier (chapter 9's "does A come before B?"), text (a corpus of
-Python's docstrings, its characters and count baselines) and language_model
-(chapter 12's small language model trained on it). Every shipped model is
-loaded by a ``pretrained_*``/``trained_*`` function that checks the file's
-pinned SHA-256.
+Python's docstrings, its characters and count baselines), language_model
+(chapter 12's small language model trained on it) and induction (chapter
+14's repeated sequences and the attention-only models trained on them).
+Every shipped model is loaded by a ``pretrained_*``/``trained_*`` function
+that checks the file's pinned SHA-256.
 
 May import: ``attnbook._checks``, ``attnbook._weights``, ``attnbook.measure``,
 ``attnbook.core``, ``attnbook.nn``.

@@ -6,10 +6,10 @@
     python -m attnbook.train.<model> --check
 
 bottleneck, date_translator, sorter, card_lookup, order_classifier,
-date_transformer and language_model (corpus rebuilds its text from this
-Python's standard library). Each runs on one thread with fixed seeds, so two
-runs on one machine write the same weights; the file's SHA-256 is pinned next
-to its loader in ``attnbook.tasks``.
+date_transformer, language_model (corpus rebuilds its text from this
+Python's standard library) and induction. Each runs on one thread with
+fixed seeds, so two runs on one machine write the same weights; the file's
+SHA-256 is pinned next to its loader in ``attnbook.tasks``.
 
 May import: the tasks and everything below them.
 """
