@@ -631,6 +631,16 @@ def require_callable(**functions) -> None:
             )
 
 
+def require_dict_or_none(name: str, value) -> dict:
+    """A dict of overrides, or None for none: the dict (``{}`` for None),
+    ``TypeError`` naming ``name`` otherwise."""
+    if value is not None and not isinstance(value, dict):
+        raise TypeError(
+            f"{name} must be a dict or None, got {type(value).__name__}"
+        )
+    return value or {}
+
+
 def require_saved(name: str, saved, *keys, allow_none=False):
     """A dict holding ``keys`` (what a training script wrote), or None if
     ``allow_none``: ``TypeError`` naming the missing keys otherwise."""

@@ -34,8 +34,8 @@ import torch.nn.functional as F
 
 from .._checks import (
     keep_global_rng,
+    require_dict_or_none,
     require_generator,
-    require_ids,
     require_int,
     require_saved,
     require_tensor,
@@ -97,10 +97,7 @@ def repeated_batch(
     require_int("seq_len", seq_len, minimum=2)
     require_int("vocab_size", vocab_size, minimum=2)
     require_generator("generator", generator)
-    if offset not in OFFSETS:
-        raise ValueError(
-            f"offset must be 'random' or 'fixed', got {offset!r:.40}"
-        )
+    _check_offset(offset)
     if seq_len < 2 * high:
         raise ValueError(
             f"seq_len ({seq_len}) must be at least 2 * period "
@@ -124,6 +121,13 @@ def repeated_batch(
         positions >= start, start + (positions - start) % periods, positions
     )
     return tokens.gather(1, source), predictable
+
+
+def _check_offset(offset) -> None:
+    if offset not in OFFSETS:
+        raise ValueError(
+            f"offset must be 'random' or 'fixed', got {offset!r:.40}"
+        )
 
 
 def _periods(period) -> tuple:
@@ -196,10 +200,7 @@ def train_induction(
         weight_decay=weight_decay,
         seed=seed,
     )
-    if offset not in OFFSETS:
-        raise ValueError(
-            f"offset must be 'random' or 'fixed', got {offset!r:.40}"
-        )
+    _check_offset(offset)
     keep_at = set()
     for step in checkpoints:
         require_int("a checkpoint step", step, minimum=0)
@@ -208,8 +209,8 @@ def train_induction(
                 f"checkpoint step {step} is beyond steps = {steps}"
             )
         keep_at.add(step)
-    task = {**TASK, **_dict("task", task)}
-    config = {**MODEL_CONFIG, **_dict("config", config)}
+    task = {**TASK, **require_dict_or_none("task", task)}
+    config = {**MODEL_CONFIG, **require_dict_or_none("config", config)}
     history, saved = {"loss": []}, {}
     start = time.perf_counter()
     with single_thread(), keep_global_rng():
@@ -287,7 +288,6 @@ def evaluate(
                 generator,
                 offset,
             )
-            require_ids("tokens", tokens, model.vocab_size, dims=2)
             total += predictable_loss(model(tokens), tokens, predictable)
     return float(total) / batches
 
@@ -295,14 +295,6 @@ def evaluate(
 def chance_loss(vocab_size: int = TASK["vocab_size"]) -> float:
     """ln(vocab_size): the loss of a uniform guess, in nats."""
     return math.log(require_int("vocab_size", vocab_size))
-
-
-def _dict(name: str, value) -> dict:
-    if value is not None and not isinstance(value, dict):
-        raise TypeError(
-            f"{name} must be a dict or None, got {type(value).__name__}"
-        )
-    return value or {}
 
 
 def _copy(model) -> dict:

@@ -18,6 +18,7 @@ import torch.nn.functional as F
 
 from .._checks import (
     keep_global_rng,
+    require_dict_or_none,
     require_int,
     require_saved,
     require_training,
@@ -60,15 +61,6 @@ def learning_rate(step: int, steps: int, lr: float, warmup: int) -> float:
     return lr * (0.1 + 0.45 * (1 + math.cos(math.pi * done)))
 
 
-def _config(config) -> dict:
-    """A config dict (or None): the model's sizes, checked by the model."""
-    if config is not None and not isinstance(config, dict):
-        raise TypeError(
-            f"config must be a dict or None, got {type(config).__name__}"
-        )
-    return config or {}
-
-
 def train_language_model(
     steps: int = 1500,
     batch_size: int = 32,
@@ -95,7 +87,7 @@ def train_language_model(
         weight_decay=weight_decay,
         seed=seed,
     )
-    config = {**MODEL_CONFIG, **_config(config)}
+    config = {**MODEL_CONFIG, **require_dict_or_none("config", config)}
     train_ids = encode(corpus_split()[0])
     history = {"loss": []}
     start = time.perf_counter()
