@@ -50,7 +50,8 @@ MARKDOWN_RENDERED = r"""
   const panel = window.jupyterapp.shell.currentWidget;
   const markdown = panel.content.widgets.filter(cell => cell.model.type === 'markdown');
   const rendered = panel.node.querySelectorAll('.jp-MarkdownCell .myst').length;
-  const unresolved = panel.node.querySelectorAll('.myst [title="Cross Reference Not Found"]').length;
+  const unresolved = panel.node.querySelectorAll(
+    '.myst [title="Cross Reference Not Found"], .myst [title="Citation Not Found"]').length;
   const untitled = [...panel.node.querySelectorAll('.myst a.link')].filter(
     link => /^\d\d_\w+$/.test(link.textContent.trim())).length;  // chapter titles arrive asynchronously
   return markdown.length > 0 && rendered === markdown.length && unresolved === 0 && untitled === 0;
@@ -67,7 +68,9 @@ MARKDOWN_STATE = """
   return {
     markdown: markdown.length,
     texts: markdown.map(cell => { const node = cell.node.querySelector('.myst'); return node ? node.textContent : null; }),
-    unresolved: [...panel.node.querySelectorAll('.myst [title="Cross Reference Not Found"]')].map(node => node.textContent),
+    unresolved: [...panel.node.querySelectorAll(
+      '.myst [title="Cross Reference Not Found"], .myst [title="Citation Not Found"]')].map(node => node.textContent),
+    citations: [...panel.node.querySelectorAll('.myst span.attnbook-ref[data-attnbook-ref=citation]')].map(node => node.textContent),
     figureRefs: [...panel.node.querySelectorAll('.myst span.attnbook-ref[data-attnbook-ref=figure]')].map(node => node.textContent),
     documentLinks: [...panel.node.querySelectorAll('.myst a.attnbook-ref')].map(node => node.textContent),
     dropdowns: panel.node.querySelectorAll('.myst details').length,
@@ -297,6 +300,20 @@ def expected_figure_refs(chapter: str) -> list:
     ]
 
 
+def cited_keys(chapter: str) -> int:
+    """How many keys the chapter's {cite} roles name (each is one rendered citation)."""
+    notebook = json.loads((NOTEBOOKS / chapter).read_text())
+    roles = re.findall(
+        r"\{cite(?::[pt])?\}`([^`]+)`",
+        "".join(
+            "".join(cell["source"])
+            for cell in notebook["cells"]
+            if cell["cell_type"] == "markdown"
+        ),
+    )
+    return sum(len(role.split(",")) for role in roles)
+
+
 def check_markdown_before_run(page, chapter: str, shots: Path):
     """Rendered MyST, numbered figure references, collapsed solutions, the saved explorer; screenshot."""
     try:
@@ -319,6 +336,13 @@ def check_markdown_before_run(page, chapter: str, shots: Path):
         f"{chapter}: unresolved references shown as bare labels: {state['unresolved']}"
     )
     assert state["figureRefs"] == expected_figure_refs(chapter)
+    assert len(state["citations"]) == cited_keys(chapter), (
+        f"{chapter}: citations not written as the HTML book does: {state['citations']}"
+    )
+    assert all(
+        re.fullmatch(r"\(?[^\d()]+(, | \()\d{4}[a-z]?\)?(; )?", text)
+        for text in state["citations"]
+    ), state["citations"]
     assert state["documentLinks"] and not any(
         re.fullmatch(r"\d\d_\w+", text) for text in state["documentLinks"]
     ), (

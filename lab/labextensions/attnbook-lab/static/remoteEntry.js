@@ -14,6 +14,10 @@
  *   - {ref}`label` without text, to a `(label)=` target of another document: jupyterlab-myst
  *     shows the bare label. Here it becomes the heading under that target (what the HTML book
  *     shows) and a click opens that document.
+ *   - {cite:p}`key` and {cite:t}`key`: jupyterlab-myst cannot read references.bib and shows the bare
+ *     key with a "Citation Not Found" sign. Here they become "(Vaswani et al., 2017)" and
+ *     "Vaswani et al. (2017)", as in the HTML book, from CITATIONS (every entry of references.bib,
+ *     written by tests/tools/lab_citations.py); the title shows the paper, a click opens it.
  * It only changes text and attributes of nodes that jupyterlab-myst rendered; a React re-render
  * replaces them and the observer below processes the new nodes again.
  *
@@ -27,6 +31,7 @@
   'use strict';
 
   var UNRESOLVED = '.jp-Notebook .myst span[title="Cross Reference Not Found"]:not([data-attnbook-ref])';
+  var UNCITED = '.myst span[title="Citation Not Found"]:not([data-attnbook-ref])';
   var DOC_LINK = '.myst a.link[href*="/files/"]:not([data-attnbook-ref])';
   var CSS = [
     '.myst .attnbook-ref { color: var(--jp-content-link-color); cursor: pointer; }',
@@ -50,6 +55,79 @@
     '.myst .hljs-operator { color: var(--jp-mirror-editor-operator-color); font-weight: bold; }',
     '.myst .hljs-comment { color: var(--jp-mirror-editor-comment-color); font-style: italic; }'
   ].join('\n');
+
+  // BEGIN CITATIONS (written by tests/tools/lab_citations.py)
+  var CITATIONS = {
+    "ainslie2023": {"author": "Ainslie et al.", "year": "2023", "title": "GQA: Training Generalized Multi-Query Transformer Models from Multi-Head Checkpoints", "url": "https://arxiv.org/abs/2305.13245"},
+    "ba2016": {"author": "Ba et al.", "year": "2016", "title": "Layer Normalization", "url": "https://arxiv.org/abs/1607.06450"},
+    "bahdanau2015": {"author": "Bahdanau et al.", "year": "2015", "title": "Neural Machine Translation by Jointly Learning to Align and Translate", "url": "https://arxiv.org/abs/1409.0473"},
+    "beltagy2020": {"author": "Beltagy et al.", "year": "2020", "title": "Longformer: The Long-Document Transformer", "url": "https://arxiv.org/abs/2004.05150"},
+    "bengio2003": {"author": "Bengio et al.", "year": "2003", "title": "A Neural Probabilistic Language Model", "url": "https://www.jmlr.org/papers/v3/bengio03a.html"},
+    "bengio2013": {"author": "Bengio et al.", "year": "2013", "title": "Estimating or Propagating Gradients Through Stochastic Neurons for Conditional Computation", "url": "https://arxiv.org/abs/1308.3432"},
+    "bengio2015": {"author": "Bengio et al.", "year": "2015", "title": "Scheduled Sampling for Sequence Prediction with Recurrent Neural Networks", "url": "https://arxiv.org/abs/1506.03099"},
+    "chen2023": {"author": "Chen et al.", "year": "2023", "title": "Extending Context Window of Large Language Models via Positional Interpolation", "url": "https://arxiv.org/abs/2306.15595"},
+    "child2019": {"author": "Child et al.", "year": "2019", "title": "Generating Long Sequences with Sparse Transformers", "url": "https://arxiv.org/abs/1904.10509"},
+    "cho2014": {"author": "Cho et al.", "year": "2014", "title": "Learning Phrase Representations using RNN Encoder–Decoder for Statistical Machine Translation", "url": "https://arxiv.org/abs/1406.1078"},
+    "clark2019": {"author": "Clark et al.", "year": "2019", "title": "What Does BERT Look at? An Analysis of BERT's Attention", "url": "https://arxiv.org/abs/1906.04341"},
+    "dao2022": {"author": "Dao et al.", "year": "2022", "title": "FlashAttention: Fast and Memory-Efficient Exact Attention with IO-Awareness", "url": "https://arxiv.org/abs/2205.14135"},
+    "dao2024": {"author": "Dao", "year": "2024", "title": "FlashAttention-2: Faster Attention with Better Parallelism and Work Partitioning", "url": "https://arxiv.org/abs/2307.08691"},
+    "deepseekai2024": {"author": "DeepSeek-AI", "year": "2024", "title": "DeepSeek-V2: A Strong, Economical, and Efficient Mixture-of-Experts Language Model", "url": "https://arxiv.org/abs/2405.04434"},
+    "dehghani2023": {"author": "Dehghani et al.", "year": "2023", "title": "Scaling Vision Transformers to 22 Billion Parameters", "url": "https://arxiv.org/abs/2302.05442"},
+    "devlin2019": {"author": "Devlin et al.", "year": "2019", "title": "BERT: Pre-training of Deep Bidirectional Transformers for Language Understanding", "url": "https://arxiv.org/abs/1810.04805"},
+    "elhage2021": {"author": "Elhage et al.", "year": "2021", "title": "A Mathematical Framework for Transformer Circuits", "url": "https://transformer-circuits.pub/2021/framework/index.html"},
+    "fan2018": {"author": "Fan et al.", "year": "2018", "title": "Hierarchical Neural Story Generation", "url": "https://arxiv.org/abs/1805.04833"},
+    "gehring2017": {"author": "Gehring et al.", "year": "2017", "title": "Convolutional Sequence to Sequence Learning", "url": "https://arxiv.org/abs/1705.03122"},
+    "gemmateam2024": {"author": "Gemma Team", "year": "2024", "title": "Gemma 2: Improving Open Language Models at a Practical Size", "url": "https://arxiv.org/abs/2408.00118"},
+    "glorot2010": {"author": "Glorot and Bengio", "year": "2010", "title": "Understanding the Difficulty of Training Deep Feedforward Neural Networks", "url": ""},
+    "graves2014": {"author": "Graves et al.", "year": "2014", "title": "Neural Turing Machines", "url": "https://arxiv.org/abs/1410.5401"},
+    "gu2016": {"author": "Gu et al.", "year": "2016", "title": "Incorporating Copying Mechanism in Sequence-to-Sequence Learning", "url": "https://arxiv.org/abs/1603.06393"},
+    "gu2025": {"author": "Gu et al.", "year": "2025", "title": "When Attention Sink Emerges in Language Models: An Empirical View", "url": "https://arxiv.org/abs/2410.10781"},
+    "he2016": {"author": "He et al.", "year": "2016", "title": "Deep Residual Learning for Image Recognition", "url": "https://arxiv.org/abs/1512.03385"},
+    "henry2020": {"author": "Henry et al.", "year": "2020", "title": "Query-Key Normalization for Transformers", "url": "https://arxiv.org/abs/2010.04245"},
+    "hochreiter1997": {"author": "Hochreiter and Schmidhuber", "year": "1997", "title": "Long Short-Term Memory", "url": "https://doi.org/10.1162/neco.1997.9.8.1735"},
+    "holtzman2020": {"author": "Holtzman et al.", "year": "2020", "title": "The Curious Case of Neural Text Degeneration", "url": "https://arxiv.org/abs/1904.09751"},
+    "jain2019": {"author": "Jain and Wallace", "year": "2019", "title": "Attention is not Explanation", "url": "https://arxiv.org/abs/1902.10186"},
+    "jang2017": {"author": "Jang et al.", "year": "2017", "title": "Categorical Reparameterization with Gumbel-Softmax", "url": "https://arxiv.org/abs/1611.01144"},
+    "jiang2023": {"author": "Jiang et al.", "year": "2023", "title": "Mistral 7B", "url": "https://arxiv.org/abs/2310.06825"},
+    "kazemnejad2023": {"author": "Kazemnejad et al.", "year": "2023", "title": "The Impact of Positional Encoding on Length Generalization in Transformers", "url": "https://arxiv.org/abs/2305.19466"},
+    "kingma2015": {"author": "Kingma and Ba", "year": "2015", "title": "Adam: A Method for Stochastic Optimization", "url": "https://arxiv.org/abs/1412.6980"},
+    "kitaev2020": {"author": "Kitaev et al.", "year": "2020", "title": "Reformer: The Efficient Transformer", "url": "https://arxiv.org/abs/2001.04451"},
+    "loshchilov2019": {"author": "Loshchilov and Hutter", "year": "2019", "title": "Decoupled Weight Decay Regularization", "url": "https://arxiv.org/abs/1711.05101"},
+    "luong2015": {"author": "Luong et al.", "year": "2015", "title": "Effective Approaches to Attention-based Neural Machine Translation", "url": "https://arxiv.org/abs/1508.04025"},
+    "maddison2017": {"author": "Maddison et al.", "year": "2017", "title": "The Concrete Distribution: A Continuous Relaxation of Discrete Random Variables", "url": "https://arxiv.org/abs/1611.00712"},
+    "martins2016": {"author": "Martins and Astudillo", "year": "2016", "title": "From Softmax to Sparsemax: A Sparse Model of Attention and Multi-Label Classification", "url": "https://arxiv.org/abs/1602.02068"},
+    "michel2019": {"author": "Michel et al.", "year": "2019", "title": "Are Sixteen Heads Really Better than One?", "url": "https://arxiv.org/abs/1905.10650"},
+    "milakov2018": {"author": "Milakov and Gimelshein", "year": "2018", "title": "Online normalizer calculation for softmax", "url": "https://arxiv.org/abs/1805.02867"},
+    "mnih2014": {"author": "Mnih et al.", "year": "2014", "title": "Recurrent Models of Visual Attention", "url": "https://arxiv.org/abs/1406.6247"},
+    "nadaraya1964": {"author": "Nadaraya", "year": "1964", "title": "On Estimating Regression", "url": "https://doi.org/10.1137/1109020"},
+    "olsson2022": {"author": "Olsson et al.", "year": "2022", "title": "In-context Learning and Induction Heads", "url": "https://transformer-circuits.pub/2022/in-context-learning-and-induction-heads/index.html"},
+    "peng2024": {"author": "Peng et al.", "year": "2024", "title": "YaRN: Efficient Context Window Extension of Large Language Models", "url": "https://arxiv.org/abs/2309.00071"},
+    "pope2023": {"author": "Pope et al.", "year": "2023", "title": "Efficiently Scaling Transformer Inference", "url": "https://arxiv.org/abs/2211.05102"},
+    "press2022": {"author": "Press et al.", "year": "2022", "title": "Train Short, Test Long: Attention with Linear Biases Enables Input Length Extrapolation", "url": "https://arxiv.org/abs/2108.12409"},
+    "rabe2021": {"author": "Rabe and Staats", "year": "2021", "title": "Self-attention Does Not Need $O(n^2)$ Memory", "url": "https://arxiv.org/abs/2112.05682"},
+    "radford2018": {"author": "Radford et al.", "year": "2018", "title": "Improving Language Understanding by Generative Pre-Training", "url": "https://cdn.openai.com/research-covers/language-unsupervised/language_understanding_paper.pdf"},
+    "radford2019": {"author": "Radford et al.", "year": "2019", "title": "Language Models are Unsupervised Multitask Learners", "url": ""},
+    "raffel2020": {"author": "Raffel et al.", "year": "2020", "title": "Exploring the Limits of Transfer Learning with a Unified Text-to-Text Transformer", "url": "https://arxiv.org/abs/1910.10683"},
+    "see2017": {"author": "See et al.", "year": "2017", "title": "Get To The Point: Summarization with Pointer-Generator Networks", "url": "https://arxiv.org/abs/1704.04368"},
+    "serrano2019": {"author": "Serrano and Smith", "year": "2019", "title": "Is Attention Interpretable?", "url": "https://arxiv.org/abs/1906.03731"},
+    "shannon1948": {"author": "Shannon", "year": "1948", "title": "A Mathematical Theory of Communication", "url": "https://doi.org/10.1002/j.1538-7305.1948.tb01338.x"},
+    "shannon1951": {"author": "Shannon", "year": "1951", "title": "Prediction and Entropy of Printed English", "url": "https://doi.org/10.1002/j.1538-7305.1951.tb01366.x"},
+    "shaw2018": {"author": "Shaw et al.", "year": "2018", "title": "Self-Attention with Relative Position Representations", "url": "https://arxiv.org/abs/1803.02155"},
+    "shazeer2019": {"author": "Shazeer", "year": "2019", "title": "Fast Transformer Decoding: One Write-Head is All You Need", "url": "https://arxiv.org/abs/1911.02150"},
+    "su2024": {"author": "Su et al.", "year": "2024", "title": "RoFormer: Enhanced Transformer with Rotary Position Embedding", "url": "https://arxiv.org/abs/2104.09864"},
+    "sutskever2014": {"author": "Sutskever et al.", "year": "2014", "title": "Sequence to Sequence Learning with Neural Networks", "url": "https://arxiv.org/abs/1409.3215"},
+    "touvron2023": {"author": "Touvron et al.", "year": "2023", "title": "Llama 2: Open Foundation and Fine-Tuned Chat Models", "url": "https://arxiv.org/abs/2307.09288"},
+    "vaswani2017": {"author": "Vaswani et al.", "year": "2017", "title": "Attention Is All You Need", "url": "https://arxiv.org/abs/1706.03762"},
+    "vinyals2015": {"author": "Vinyals et al.", "year": "2015", "title": "Pointer Networks", "url": "https://arxiv.org/abs/1506.03134"},
+    "voita2019": {"author": "Voita et al.", "year": "2019", "title": "Analyzing Multi-Head Self-Attention: Specialized Heads Do the Heavy Lifting, the Rest Can Be Pruned", "url": "https://arxiv.org/abs/1905.09418"},
+    "watson1964": {"author": "Watson", "year": "1964", "title": "Smooth Regression Analysis", "url": ""},
+    "wiegreffe2019": {"author": "Wiegreffe and Pinter", "year": "2019", "title": "Attention is not not Explanation", "url": "https://arxiv.org/abs/1908.04626"},
+    "williams1992": {"author": "Williams", "year": "1992", "title": "Simple Statistical Gradient-Following Algorithms for Connectionist Reinforcement Learning", "url": "https://doi.org/10.1007/BF00992696"},
+    "xiao2024": {"author": "Xiao et al.", "year": "2024", "title": "Efficient Streaming Language Models with Attention Sinks", "url": "https://arxiv.org/abs/2309.17453"},
+    "xiong2020": {"author": "Xiong et al.", "year": "2020", "title": "On Layer Normalization in the Transformer Architecture", "url": "https://arxiv.org/abs/2002.04745"},
+    "xu2015": {"author": "Xu et al.", "year": "2015", "title": "Show, Attend and Tell: Neural Image Caption Generation with Visual Attention", "url": "https://arxiv.org/abs/1502.03044"},
+  };
+  // END CITATIONS
 
   function textNode(element) {
     for (var i = element.childNodes.length - 1; i >= 0; i--) {
@@ -187,6 +265,32 @@
     });
   }
 
+  // A citation's text as the HTML book writes it (_sphinx/ext/citations.py): in a narrative
+  // group "Vaswani et al. (2017)", otherwise "(Vaswani et al., 2017)"; several keys in one
+  // parenthetical group share the brackets: "(Jang et al., 2017; Maddison et al., 2017)".
+  function fixCitations() {
+    document.querySelectorAll(UNCITED).forEach(function (span) {
+      var text = textNode(span);
+      var entry = text && CITATIONS[text.textContent.trim()];
+      if (!entry) return;  // left as jupyterlab-myst shows it: tests/test_lab.py reports it
+      var group = span.closest('.cite-group');
+      var cites = group ? [].slice.call(group.querySelectorAll(
+        'span[title="Citation Not Found"], span[data-attnbook-ref="citation"]')) : [span];
+      var first = cites[0] === span;
+      var last = cites[cites.length - 1] === span;
+      var label;
+      if (group && group.classList.contains('narrative')) {
+        label = entry.author + ' (' + entry.year + ')' + (last ? '' : '; ');
+      } else {
+        label = (first ? '(' : '') + entry.author + ', ' + entry.year + (last ? ')' : '; ');
+      }
+      span.setAttribute('data-attnbook-ref', 'citation');
+      asLink(span, label, entry.author + ' (' + entry.year + '). ' + entry.title + '.', function () {
+        if (entry.url) window.open(entry.url, '_blank', 'noopener');
+      });
+    });
+  }
+
   function fixDocumentLinks(app) {
     document.querySelectorAll(DOC_LINK).forEach(function (link) {
       var name = decodeURIComponent(new URL(link.href).pathname.split('/files/').pop());
@@ -222,6 +326,7 @@
         pending = false;
         fixFigureReferences(app);
         fixDocumentLinks(app);
+        fixCitations();
       }
       new MutationObserver(function () {
         if (!pending) {

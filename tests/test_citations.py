@@ -1,0 +1,72 @@
+"""The bibliography: every citation resolves, papers are cited (not linked),
+and JupyterLab writes citations as the HTML book does.
+
+The HTML book resolves {cite} roles with sphinxcontrib-bibtex (a build with
+-W fails on an unknown key); these checks say which chapter is at fault
+without a build, and keep the JupyterLab extension's table in step with
+references.bib (tests/tools/lab_citations.py).
+"""
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+from pybtex.database import parse_file
+
+BIB = ROOT / "references.bib"
+PAGES = sorted((ROOT / "book").glob("*.ipynb")) + sorted(
+    (ROOT / "book").glob("*.md")
+)
+CITE = re.compile(r"\{cite(?::[pt])?\}`([^`]+)`")
+# Where papers live: a chapter cites them with {cite} instead of linking.
+PAPER_LINK = re.compile(
+    r"\]\((https?://(?:arxiv\.org|doi\.org|openreview\.net|aclanthology\.org"
+    r"|proceedings\.neurips\.cc|papers\.nips\.cc|www\.jmlr\.org"
+    r"|proceedings\.mlr\.press|transformer-circuits\.pub)[^)]*)\)"
+)
+
+
+def markdown(page) -> str:
+    if page.suffix == ".md":
+        return page.read_text()
+    cells = json.loads(page.read_text())["cells"]
+    return "\n".join(
+        "".join(cell["source"])
+        for cell in cells
+        if cell["cell_type"] == "markdown"
+    )
+
+
+def keys() -> set:
+    return set(parse_file(str(BIB)).entries)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+def test_every_citation_is_in_the_bibliography(page):
+    cited = {
+        key.strip()
+        for role in CITE.findall(markdown(page))
+        for key in role.split(",")
+    }
+    assert cited - keys() == set()
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+def test_papers_are_cited_not_linked(page):
+    assert PAPER_LINK.findall(markdown(page)) == []
+
+
+def test_the_lab_extension_knows_every_entry():
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "tests/tools/lab_citations.py"),
+            "--check",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
