@@ -1,5 +1,6 @@
 """The chapters' experiments: what a chapter measures, with its controls.
 
+head_count (heads against head size on the card task, chapter 4),
 score_scaling (why scores are divided by the square root of d, chapter 2),
 hard_training (training hard attention: REINFORCE and the exact expected
 gradient, chapter 3), complexity (self-attention against CNNs and RNNs, chapter

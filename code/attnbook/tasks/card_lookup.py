@@ -21,6 +21,7 @@ heads (``python -m attnbook.train.card_lookup`` made it), the same on every
 CPU.
 """
 
+from copy import deepcopy
 from functools import lru_cache
 
 import torch
@@ -427,3 +428,38 @@ def question_label(colour: int, digit: int) -> str:
     require_int_in("colour", colour, 0, len(COLOURS) - 1)
     require_int_in("digit", digit, 0, NUM_DIGITS - 1)
     return f"{COLOURS[colour]}? {digit}?"
+
+
+def without_heads(model: CardLookup, heads) -> CardLookup:
+    """A copy of ``model`` whose attention layer drops the given heads.
+
+    heads: a collection of head indices (0-based). The layer's output is
+    Concat(head_1, ..., head_h) W^O = sum_i head_i W^O_i, so zeroing the
+    block of d_k columns of ``out_proj.weight`` that reads head i removes
+    exactly head i's term (the head mask xi_i = 0 of Michel et al. 2019);
+    the other heads, the bias and the attention weights are unchanged. The
+    copy is in eval mode; ``model`` is not modified.
+    """
+    if not isinstance(model, CardLookup):
+        raise TypeError(
+            f"model must be a CardLookup, got {type(model).__name__}"
+        )
+    num_heads = model.attention.num_heads
+    if isinstance(heads, (str, bytes, torch.Tensor)) or not hasattr(
+        heads, "__iter__"
+    ):
+        raise TypeError(
+            "heads must be a collection of head indices, got "
+            f"{type(heads).__name__}"
+        )
+    heads = list(heads)
+    for head in heads:
+        require_int_in("each head", head, 0, num_heads - 1)
+    copy = deepcopy(model)  # no new weights drawn: the global RNG stays
+    size = model.attention.head_dim
+    with torch.no_grad():
+        for head in heads:
+            copy.attention.out_proj.weight[
+                :, head * size : (head + 1) * size
+            ] = 0
+    return copy.eval()
