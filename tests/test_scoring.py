@@ -24,6 +24,8 @@ from attnbook.experiments.score_scaling import (
 )
 from attnbook.widgets.scoring import (
     DIMS,
+    FRAME_TEMPERATURES,
+    TEMPERATURES,
     plot_scoring,
     scoring_explorer,
     scoring_view,
@@ -302,6 +304,29 @@ def test_keys_sharing_counts_keys():
     assert keys_sharing(rows).tolist() == pytest.approx([4.0, 1.0, 2.0, 0.0])
 
 
+def test_softmax_gradients_are_shared_by_at_least_two_keys():
+    # A softmax row's gradient sums to zero over the keys, so one key can
+    # never get all of it: keys_sharing is at least 2 for such rows. (A fully
+    # saturated row's gradient is rounding noise, ~1e-16, whose sum is not
+    # resolved: those rows are left out.)
+    for dim, scaled in ((4, True), (1024, False)):
+        gradients = query_gradients(dim, scaled=scaled)["dot_product"]
+        assert gradients.sum(dim=-1).abs().max().item() < 1e-12
+        resolved = gradients.abs().amax(dim=-1) > 1e-12
+        assert resolved.sum() > 100
+        assert keys_sharing(gradients[resolved]).min().item() >= 2.0 - 1e-6
+
+
+def test_explorer_temperatures_reach_sqrt_of_the_largest_dim():
+    # 32 = sqrt(1024) turns the unscaled d = 1024 scores into the scaled ones
+    # (the chapter's suggested experiment), live and in the HTML book's frames.
+    assert math.sqrt(max(DIMS)) in TEMPERATURES
+    assert math.sqrt(max(DIMS)) in FRAME_TEMPERATURES
+    assert set(FRAME_TEMPERATURES) <= set(TEMPERATURES)
+    with pytest.raises(ValueError, match="temperature must be one of"):
+        scoring_explorer(temperature=0.7)
+
+
 def test_query_gradients_match_the_chain_rule():
     dim, n_keys = 9, 5
     gradients = query_gradients(
@@ -392,9 +417,9 @@ def test_scoring_view_curves_equal_softmax_statistics_at_every_dim(
 
 def test_scoring_view_fits_the_fixed_axes_at_the_extreme_controls():
     for temperature in (
-        0.1,
-        10.0,
-    ):  # the explorer's temperature slider runs from 10^-1 to 10^1
+        min(TEMPERATURES),
+        max(TEMPERATURES),
+    ):  # the ends of the explorer's temperature slider
         view = scoring_view(dim=DIMS[0], temperature=temperature)
         assert 0 <= min(view["curves"][True] + view["curves"][False])
         assert (

@@ -148,8 +148,11 @@ def keys_sharing(gradients: torch.Tensor) -> torch.Tensor:
     g_j^2.
 
     gradients: (..., n_keys). Returns (...): n_keys when every key gets the
-    same size, 1 when one key gets everything (2 for two keys with equal and
-    opposite gradients); rows that are exactly zero give 0.
+    same size, 1 when one key gets everything, 2 for two keys with equal and
+    opposite gradients; rows that are exactly zero give 0. The gradient a
+    softmax passes to its scores sums to zero over the keys (its weights sum
+    to 1), so no key gets everything: for such rows the count runs from 2 to
+    n_keys.
     """
     require_float("gradients", gradients)
     squares = (gradients**2).sum(dim=-1)

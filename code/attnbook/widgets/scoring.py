@@ -18,8 +18,12 @@ from ._frames import Choices
 from ._live import draws_view
 
 #: The temperatures the explorer offers in the HTML book (frames drawn in
-#: advance).
-FRAME_TEMPERATURES = (0.1, 0.3, 1.0, 3.0, 10.0)
+#: advance); 32 = sqrt(1024) turns the unscaled scores of d = 1024 into the
+#: scaled ones.
+FRAME_TEMPERATURES = (0.1, 1.0, 3.0, 10.0, 32.0)
+
+#: The temperatures of the live explorer's slider.
+TEMPERATURES = (0.1, 0.2, 0.3, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 20.0, 32.0)
 
 DIMS = (4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
@@ -193,17 +197,19 @@ def scoring_explorer(
     both panels."""
     import ipywidgets as widgets
 
+    if temperature not in TEMPERATURES:
+        raise ValueError(
+            f"temperature must be one of the slider's values {TEMPERATURES}, "
+            f"got {temperature!r}"
+        )
     controls = {
         "dim": widgets.SelectionSlider(
             options=DIMS, value=dim, description="d", continuous_update=False
         ),
         "scaled": widgets.Checkbox(value=scaled, description="divide by √d"),
-        "temperature": widgets.FloatLogSlider(
+        "temperature": widgets.SelectionSlider(
+            options=TEMPERATURES,
             value=temperature,
-            base=10,
-            min=-1,
-            max=1,
-            step=0.05,
             description="temperature",
             continuous_update=False,
         ),
