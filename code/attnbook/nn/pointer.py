@@ -1,14 +1,14 @@
 """Pointer networks: a sequence-to-sequence model whose outputs are input
 positions.
 
-Source: nndl §1.1.3.4. An LSTM encoder reads the inputs x_1..x_n into states
-e_1..e_n. A decoder LSTM, started from the encoder's final state and fed the
-input it chose at the previous step, produces a state s_t at every output step
-t. The pointer distribution of step t is an attention distribution over the
-inputs,
+Vinyals, Fortunato and Jaitly (2015); nndl §1.1.3.4. An LSTM encoder reads
+the inputs x_1..x_n into states e_1..e_n. A decoder LSTM, started from the
+encoder's final state and fed the input it chose at the previous step,
+produces a state s_t at every output step t. The pointer distribution of
+step t is an attention distribution over the inputs,
 
-    score(s_t, e_j) = v^T tanh(W_q s_t + W_k e_j),
-    p(c_t = j | ...) = softmax_j(score(s_t, e_j)),
+    u_{t,j} = v^T tanh(W_q s_t + W_k e_j),
+    p(pi_t = j | ...) = softmax_j(u_{t,j}),
 
 with the positions chosen at earlier steps masked out. The scores are exactly
 ``AdditiveScore`` (keys = encoder states, queries = decoder states) and the
@@ -16,6 +16,8 @@ masking is ``masked_softmax`` with a keep-mask. The book's task is sorting:
 output the positions of the inputs from the largest to the smallest.
 """
 
+import functools
+import inspect
 import math
 
 import torch
@@ -87,6 +89,25 @@ def _check_inputs(module, x, target=_NO_TARGET) -> torch.Tensor:
     if target is not _NO_TARGET:
         _check_permutations(x, target)
     return x
+
+
+def _checked(check):
+    """Decorator: run ``check(self, *args)`` before the method, so malformed
+    input is refused before anything runs (and listings show the method's
+    own lines only)."""
+
+    def decorate(method):
+        signature = inspect.signature(method)
+
+        @functools.wraps(method)
+        def checked_method(self, *args, **kwargs):
+            bound = signature.bind(self, *args, **kwargs)
+            check(*bound.args)
+            return method(self, *args, **kwargs)
+
+        return checked_method
+
+    return decorate
 
 
 def _check_step(module, fed, state, encoder_states, available) -> None:
@@ -185,13 +206,13 @@ class PointerNetwork(nn.Module):
         """
         return self.pointer(decoder_states, encoder_states)
 
+    @_checked(_check_inputs)
     def teacher_forced_scores(self, x, target):
-        """Unmasked pointer scores s_{t,j} under teacher forcing.
+        """Unmasked pointer scores u_{t,j} under teacher forcing.
 
         x: (B, n) numbers, target: (B, n) permutations. Step 0 is fed the start
-        symbol, step t the true c_{t-1}'s number. Returns scores (B, n, n).
+        symbol, step t the number at the true pi_{t-1}. Returns (B, n, n).
         """
-        _check_inputs(self, x, target)
         encoder_states, final = self.encode(x)
         start = self.start.expand(len(x), 1, -1)
         chosen = x.gather(1, target[:, :-1]).unsqueeze(-1)  # fed at 1..n-1
@@ -201,10 +222,10 @@ class PointerNetwork(nn.Module):
 
     def forward(self, x, target):
         """Teacher forcing: the pointer distributions when step t is fed the
-        true c_{t-1}.
+        true pi_{t-1}.
 
         x: (B, n) numbers, target: (B, n) permutations (the true positions).
-        Returns weights (B, n, n): row t is p(c_t = . | c_<t, x), zero on the
+        Returns weights (B, n, n): row t is p(pi_t = . | pi_<t, x), zero on the
         positions that ``target`` chose before step t.
         """
         scores = self.teacher_forced_scores(x, target)
@@ -223,6 +244,7 @@ class PointerNetwork(nn.Module):
         log_p = torch.log_softmax(scores.masked_fill(chosen, -torch.inf), -1)
         return -log_p.gather(2, target.unsqueeze(-1)).mean()
 
+    @_checked(_check_step)
     def pointer_step(self, fed, state, encoder_states, available):
         """One greedy decoding step.
 
@@ -230,7 +252,6 @@ class PointerNetwork(nn.Module):
         state: the decoder LSTM's (h, c); available: (B, n), True = not chosen
         yet. Returns (choice (B,), weights (B, 1, n), the new state).
         """
-        _check_step(self, fed, state, encoder_states, available)
         decoder_state, state = self.decoder(fed, state)  # (B, 1, H)
         scores = self.pointer_scores(decoder_state, encoder_states)
         weights = masked_softmax(scores, available.unsqueeze(1))
@@ -242,7 +263,7 @@ class PointerNetwork(nn.Module):
     def decode(self, x, return_weights=False):
         """Greedy decoding of x (B, n): positions (B, n), each a permutation of
         0..n-1; with ``return_weights`` also the weights (B, n, n)."""
-        keys, state = self.encode(_check_inputs(self, x))  # encoder states
+        keys, state = self.encode(x)  # encoder states (x checked there)
         available = torch.ones_like(x, dtype=torch.bool)
         fed = self.start.expand(len(x), 1, -1)  # step 0: the start symbol
         choices, weights = [], []
@@ -254,3 +275,41 @@ class PointerNetwork(nn.Module):
             weights.append(w)
         positions, weights = torch.stack(choices, 1), torch.cat(weights, 1)
         return (positions, weights) if return_weights else positions
+
+
+class PositionClassifier(PointerNetwork):
+    """The fixed-vocabulary baseline: chapter 5's attention decoder with a
+    softmax over ``max_positions`` position *classes*.
+
+    Everything but the output layer is a ``PointerNetwork``'s (and the same
+    mask of the positions already chosen). At step t the additive attention
+    averages the encoder states into a context c_t, and a linear layer maps
+    [s_t; c_t] to one score per class 1..max_positions, whatever the input
+    holds there. A list of n <= max_positions numbers uses the first n
+    classes; a longer list has positions that no class names.
+    """
+
+    @restores_rng_on_error
+    def __init__(self, hidden_dim: int = 64, max_positions: int = 10):
+        super().__init__(hidden_dim)
+        self.max_positions = require_int("max_positions", max_positions)
+        self.classes = nn.Linear(2 * hidden_dim, max_positions)
+
+    def pointer_scores(
+        self, decoder_states: torch.Tensor, encoder_states: torch.Tensor
+    ) -> torch.Tensor:
+        """Class scores of positions 1..n. decoder_states: (B, M, H),
+        encoder_states: (B, n, H) with n <= max_positions. Returns (B, M,
+        n)."""
+        n = encoder_states.shape[-2]
+        if n > self.max_positions:
+            raise ValueError(
+                f"a PositionClassifier with {self.max_positions} output "
+                f"classes cannot point at position {n} of a list of {n}"
+            )
+        weights = torch.softmax(
+            self.pointer(decoder_states, encoder_states), dim=-1
+        )
+        context = weights @ encoder_states  # (B, M, H)
+        both = torch.cat([decoder_states, context], dim=-1)
+        return self.classes(both)[..., :n]

@@ -23,7 +23,7 @@ from .._checks import (
 )
 from .._weights import load_pinned
 from ..measure.threads import torch_threads
-from ..nn.pointer import PointerNetwork, _check_values
+from ..nn.pointer import PointerNetwork, PositionClassifier, _check_values
 
 PRETRAINED_FILE = "pointer_sorter.pt"
 # SHA-256 of the shipped attnbook/data/pointer_sorter.pt; pretrained_sorter()
@@ -46,6 +46,17 @@ TRAINING_RECIPE = {
     "final_lr": 1e-5,
     "seed": 0,
 }
+
+BASELINE_FILE = "position_classifier.pt"
+# SHA-256 of the shipped attnbook/data/position_classifier.pt (python -m
+# attnbook.train.position_classifier); pretrained_position_classifier()
+# refuses any other bytes.
+POSITION_CLASSIFIER_SHA256 = (
+    "19bfaca63734dcc28c2d8673c3555db6371db37d00233dae53d70d2ce5486b67"
+)
+
+# The fixed-vocabulary baseline: the sorter's recipe, 10 position classes.
+BASELINE_RECIPE = {**TRAINING_RECIPE, "max_positions": 10}
 
 
 def sorting_batch(batch_size: int, n: int, generator: torch.Generator):
@@ -145,6 +156,7 @@ def train_sorter(
     seed: int = 0,
     progress: bool = False,
     threads: int | None = 1,
+    max_positions: int | None = None,
 ):
     """Train a ``PointerNetwork`` to sort with teacher forcing and
     cross-entropy.
@@ -155,8 +167,10 @@ def train_sorter(
     Everything is seeded by ``seed`` and, with ``threads`` fixed (default 1,
     restored after), bit-for-bit reproducible on a given machine.
     ``progress=True`` shows a tqdm bar. The defaults are the recipe of the
-    book's pretrained sorter (``TRAINING_RECIPE``). Returns (model in eval
-    mode, losses: list of the ``steps`` training losses).
+    book's pretrained sorter (``TRAINING_RECIPE``). With ``max_positions``
+    the model is the fixed-vocabulary ``PositionClassifier`` with that many
+    classes instead. Returns (model in eval mode, losses: list of the
+    ``steps`` training losses).
     """
     require_training(steps=steps, batch_size=batch_size, lr=lr, seed=seed)
     require_positive("final_lr", final_lr)
@@ -167,9 +181,14 @@ def train_sorter(
             f"need 1 <= min_len <= max_len, got min_len={min_len}, max_len="
             f"{max_len}"
         )
+    if max_positions is not None:
+        require_int("max_positions", max_positions, minimum=max_len)
     # seeds its own stream (threads wait); the reader's is restored after
     with torch_threads(threads), seeded(seed):
-        model = PointerNetwork(hidden_dim)
+        if max_positions is None:
+            model = PointerNetwork(hidden_dim)
+        else:
+            model = PositionClassifier(hidden_dim, max_positions)
         generator = seeded_generator(seed)
         optimizer = torch.optim.Adam(model.parameters(), lr=lr)
         decay = (final_lr / lr) ** (1.0 / max(steps - 1, 1))
@@ -225,15 +244,15 @@ def save_sorter(model: PointerNetwork, path, info: dict | None = None) -> None:
         name: tensor.detach().clone()
         for name, tensor in model.state_dict().items()
     }
+    saved = {
+        "hidden_dim": model.hidden_dim,
+        "state_dict": state,
+        "info": dict(info or {}),
+    }
+    if isinstance(model, PositionClassifier):
+        saved["max_positions"] = model.max_positions
     buffer = io.BytesIO()
-    torch.save(
-        {
-            "hidden_dim": model.hidden_dim,
-            "state_dict": state,
-            "info": dict(info or {}),
-        },
-        buffer,
-    )
+    torch.save(saved, buffer)
     Path(path).write_bytes(buffer.getvalue())
 
 
@@ -269,7 +288,13 @@ def _sorter_from(saved: dict):
     require_weights_fit("the saved sorter", (8 * hidden_dim, 4 * hidden_dim))
     # the module's initial weights are drawn, then overwritten
     with keep_global_rng():
-        model = PointerNetwork(hidden_dim)
+        if "max_positions" in saved:
+            classes = require_int(
+                "the saved max_positions", saved["max_positions"]
+            )
+            model = PositionClassifier(hidden_dim, classes)
+        else:
+            model = PointerNetwork(hidden_dim)
     try:
         model.load_state_dict(saved["state_dict"])
     except (RuntimeError, TypeError, AttributeError) as error:
@@ -298,5 +323,17 @@ def pretrained_sorter(return_info: bool = False):
     """
     model, info = _sorter_from(
         load_pinned(PRETRAINED_FILE, POINTER_SORTER_SHA256)
+    )
+    return (model, info) if return_info else model
+
+
+def pretrained_position_classifier(return_info: bool = False):
+    """The book's trained fixed-vocabulary baseline (``PositionClassifier``,
+    hidden size 64, 10 position classes), in eval mode; with
+    ``return_info=True`` also the dict saved with it. Trained by
+    ``python -m attnbook.train.position_classifier`` with the sorter's
+    recipe; the file is checked against ``POSITION_CLASSIFIER_SHA256``."""
+    model, info = _sorter_from(
+        load_pinned(BASELINE_FILE, POSITION_CLASSIFIER_SHA256)
     )
     return (model, info) if return_info else model

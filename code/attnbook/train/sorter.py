@@ -34,25 +34,35 @@ EVAL_SEQUENCES = 4000
 EVAL_SEED = 1234
 
 
-def evaluate(model) -> dict:
+def evaluate(model, lengths=EVAL_LENGTHS) -> dict:
     """Exact-match accuracy (share of whole permutations right) at each
     evaluation length."""
     return {
         n: sorting_accuracy(model, n, EVAL_SEQUENCES, seed=EVAL_SEED + n)
-        for n in EVAL_LENGTHS
+        for n in lengths
     }
 
 
 def main(argv=None) -> None:
-    args, recipe, command = training_arguments(
-        argv, __doc__, TRAINING_RECIPE, "train.sorter"
+    train_and_save(
+        argv, __doc__, TRAINING_RECIPE, "train.sorter", pretrained_path()
     )
+
+
+def train_and_save(
+    argv, doc, recipe, script, default_out, lengths=EVAL_LENGTHS
+) -> None:
+    """The command line of a sorting script: train ``train_sorter(**recipe)``
+    with one thread, evaluate at ``lengths`` and save to ``default_out`` (or
+    ``--out``); ``--check`` evaluates the saved file only."""
+    args, recipe, command = training_arguments(argv, doc, recipe, script)
     torch.set_num_threads(1)
 
     if args.check:
-        model, info = load_sorter(args.out or pretrained_path())
+        model, info = load_sorter(args.out or default_out)
         print("stored info:", info)
-        print("digest", weights_digest(model), "| accuracy", evaluate(model))
+        accuracy = evaluate(model, lengths)
+        print("digest", weights_digest(model), "| accuracy", accuracy)
         return
 
     print("recipe:", recipe, flush=True)
@@ -66,7 +76,7 @@ def main(argv=None) -> None:
         f"{steps / cpu:.1f} steps/s CPU; mean loss of the last 100 steps "
         f"{sum(losses[-100:]) / len(losses[-100:]):.5f}"
     )
-    accuracy = evaluate(model)
+    accuracy = evaluate(model, lengths)
     print(
         "exact-match accuracy on",
         EVAL_SEQUENCES,
@@ -83,7 +93,7 @@ def main(argv=None) -> None:
         "accuracy": {str(n): a for n, a in accuracy.items()},
         "digest": weights_digest(model),
     }
-    out = args.out or Path(str(pretrained_path()))
+    out = args.out or Path(str(default_out))
     out.parent.mkdir(parents=True, exist_ok=True)
     save_sorter(model, out, info)
     print(
@@ -91,8 +101,8 @@ def main(argv=None) -> None:
         f"{out.stat().st_size / 1024:.0f} KiB)"
     )
     print(
-        "SHA-256 of the file (pin it as POINTER_SORTER_SHA256 in "
-        "attnbook/tasks/sorting.py when shipping it): "
+        "SHA-256 of the file (pin it in attnbook/tasks/sorting.py when "
+        "shipping it): "
         f"{hashlib.sha256(out.read_bytes()).hexdigest()}"
     )
 

@@ -1,0 +1,180 @@
+"""Chapter 6's 2-D task from Vinyals et al. (2015): the convex hull of a set
+of points, answered with pointers; the trained model ships as pinned weights
+(``python -m attnbook.train.hull_pointer``)."""
+
+import io
+
+import torch
+from torch import nn
+
+from .._checks import (
+    keep_global_rng,
+    require_generator,
+    require_int,
+    require_training,
+    seeded,
+    seeded_generator,
+)
+from .._weights import load_pinned
+from ..measure.threads import torch_threads
+from ..nn.hull_pointer import PAD, HullPointerNetwork
+
+PRETRAINED_FILE = "hull_pointer.pt"
+# SHA-256 of the shipped attnbook/data/hull_pointer.pt; pretrained_hull_pointer
+# refuses any other bytes (python -m attnbook.train.hull_pointer prints it).
+HULL_POINTER_SHA256 = (
+    "a4a06025a37f919183a03865bd7199be8a5e33db2eabc469cd946d37f5681b5c"
+)
+
+TRAINING_RECIPE = {
+    "hidden_dim": 64,
+    "steps": 6_000,
+    "batch_size": 64,
+    "min_len": 5,
+    "max_len": 10,
+    "lr": 1e-2,
+    "final_lr": 1e-5,
+    "seed": 0,
+}
+
+
+def _cross(o, a, b) -> float:
+    return (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0])
+
+
+def hull_order(points: list) -> list:
+    """The convex hull of 2-D points (a list of (x, y)): the positions of its
+    vertices counter-clockwise, starting from the lowest position (Andrew's
+    monotone chain)."""
+    order = sorted(range(len(points)), key=lambda i: points[i])
+    lower, upper = [], []
+    for chain, indices in ((lower, order), (upper, order[::-1])):
+        for i in indices:
+            while (
+                len(chain) >= 2
+                and _cross(points[chain[-2]], points[chain[-1]], points[i])
+                <= 0
+            ):
+                chain.pop()
+            chain.append(i)
+    ring = lower[:-1] + upper[:-1]  # counter-clockwise
+    start = ring.index(min(ring))
+    return ring[start:] + ring[:start]
+
+
+def hull_batch(batch_size: int, n: int, generator: torch.Generator):
+    """A batch of the convex hull task.
+
+    Returns points: (batch_size, n, 2) uniform in the unit square, and
+    target: (batch_size, n + 1) int64, each row the hull's vertices
+    counter-clockwise from the lowest position, that position again (the
+    polygon closed), then ``PAD`` (-1).
+    """
+    require_int("batch_size", batch_size)
+    require_int("n", n, minimum=3)
+    require_generator("generator", generator)
+    points = torch.rand(batch_size, n, 2, generator=generator)
+    target = torch.full((batch_size, n + 1), PAD)
+    for row, cloud in enumerate(points.tolist()):
+        ring = hull_order(cloud)
+        closed = ring + ring[:1]
+        target[row, : len(closed)] = torch.tensor(closed)
+    return points, target
+
+
+@torch.no_grad()
+def hull_accuracy(
+    model: HullPointerNetwork, n: int, num_sets: int = 1000, seed: int = 1234
+) -> float:
+    """Share of fresh sets of n points (drawn with ``seed``) whose whole
+    greedy output, closing vertex included, is the true hull."""
+    points, target = hull_batch(num_sets, n, seeded_generator(seed))
+    return (model.decode(points) == target).all(dim=1).float().mean().item()
+
+
+def train_hull_pointer(
+    hidden_dim: int = 64,
+    steps: int = 12_000,
+    batch_size: int = 64,
+    min_len: int = 5,
+    max_len: int = 10,
+    lr: float = 1e-2,
+    final_lr: float = 1e-5,
+    seed: int = 0,
+    progress: bool = False,
+    threads: int | None = 1,
+):
+    """Train a ``HullPointerNetwork`` with teacher forcing, as
+    ``train_sorter`` trains the sorter: every step one n uniform in
+    [min_len, max_len], Adam with the learning rate decaying exponentially
+    from ``lr`` to ``final_lr``, gradients clipped at norm 1, seeded.
+    Returns (model in eval mode, list of the training losses)."""
+    require_training(steps=steps, batch_size=batch_size, lr=lr, seed=seed)
+    require_int("min_len", min_len, minimum=3)
+    require_int("max_len", max_len, minimum=min_len)
+    with torch_threads(threads), seeded(seed):
+        model = HullPointerNetwork(hidden_dim)
+        generator = seeded_generator(seed)
+        optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+        decay = (final_lr / lr) ** (1.0 / max(steps - 1, 1))
+        schedule = torch.optim.lr_scheduler.ExponentialLR(optimizer, decay)
+        iterator = range(steps)
+        if progress:
+            from tqdm.auto import tqdm
+
+            iterator = tqdm(iterator, desc="training", mininterval=0.5)
+        losses = []
+        model.train()
+        for _ in iterator:
+            n = int(
+                torch.randint(min_len, max_len + 1, (1,), generator=generator)
+            )
+            points, target = hull_batch(batch_size, n, generator)
+            loss = model.loss(points, target)
+            optimizer.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            schedule.step()
+            losses.append(loss.item())
+    return model.eval(), losses
+
+
+def save_hull_pointer(model, path, info: dict | None = None) -> None:
+    """Save the weights, the size and ``info`` to ``path`` (the same bytes on
+    every run)."""
+    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    buffer = io.BytesIO()
+    torch.save(
+        {
+            "hidden_dim": model.hidden_dim,
+            "state_dict": state,
+            "info": dict(info or {}),
+        },
+        buffer,
+    )
+    with open(path, "wb") as file:
+        file.write(buffer.getvalue())
+
+
+def _model_from(saved: dict):
+    hidden_dim = require_int("the saved hidden_dim", saved["hidden_dim"])
+    with keep_global_rng():
+        model = HullPointerNetwork(hidden_dim)
+    model.load_state_dict(saved["state_dict"])
+    return model.eval(), saved["info"]
+
+
+def load_hull_pointer(path):
+    """Load a model saved by ``save_hull_pointer``: (model, info)."""
+    return _model_from(torch.load(path, map_location="cpu", weights_only=True))
+
+
+def pretrained_hull_pointer(return_info: bool = False):
+    """The book's trained convex hull pointer network (hidden size 64,
+    trained on 5 to 10 points), in eval mode; the file is checked against
+    ``HULL_POINTER_SHA256``."""
+    model, info = _model_from(
+        load_pinned(PRETRAINED_FILE, HULL_POINTER_SHA256)
+    )
+    return (model, info) if return_info else model

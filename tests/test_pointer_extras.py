@@ -1,0 +1,172 @@
+"""Chapter 6's additions: the fixed-vocabulary baseline
+(``PositionClassifier``) and the convex hull pointer network."""
+
+from pathlib import Path
+
+import pytest
+import torch
+
+import attnbook
+from attnbook import _weights
+from attnbook.nn.hull_pointer import PAD, HullPointerNetwork, closing_keep_mask
+from attnbook.nn.pointer import PositionClassifier
+from attnbook.tasks import convex_hull, sorting
+
+
+def _cross(o, a, b):
+    return (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0])
+
+
+def test_position_classifier_scores_only_its_classes():
+    torch.manual_seed(0)
+    model = PositionClassifier(hidden_dim=8, max_positions=6).eval()
+    x, target = sorting.sorting_batch(3, 6, torch.Generator().manual_seed(1))
+    scores = model.teacher_forced_scores(x, target)
+    assert scores.shape == (3, 6, 6)
+    x4, target4 = sorting.sorting_batch(3, 4, torch.Generator().manual_seed(2))
+    assert model.teacher_forced_scores(x4, target4).shape == (3, 4, 4)
+    order = model.decode(x)
+    assert torch.equal(order.sort(1).values, torch.arange(6).expand(3, 6))
+    with pytest.raises(ValueError, match="6 output classes"):
+        model.decode(torch.rand(2, 7))
+
+
+def test_position_classifier_scores_ignore_the_content_of_positions():
+    """Class j's score comes from [s_t; c_t], not from e_j alone: permuting
+    the keys leaves the context (an average) and hence the scores
+    unchanged, unlike the pointer's."""
+    torch.manual_seed(0)
+    model = PositionClassifier(hidden_dim=8, max_positions=5)
+    queries, keys = torch.randn(2, 3, 8), torch.randn(2, 5, 8)
+    permuted = keys[:, [4, 0, 3, 1, 2]]
+    with torch.no_grad():
+        same = model.pointer_scores(queries, keys)
+        moved = model.pointer_scores(queries, permuted)
+    assert torch.allclose(same, moved, atol=1e-6)
+
+
+def test_train_sorter_trains_the_baseline_on_request():
+    model, losses = sorting.train_sorter(
+        hidden_dim=8, steps=3, batch_size=4, max_positions=10
+    )
+    assert isinstance(model, PositionClassifier) and len(losses) == 3
+    with pytest.raises(ValueError, match="max_positions"):
+        sorting.train_sorter(steps=1, max_len=10, max_positions=9)
+
+
+def test_saved_baseline_round_trips(tmp_path):
+    torch.manual_seed(0)
+    model = PositionClassifier(hidden_dim=8, max_positions=7)
+    sorting.save_sorter(model, tmp_path / "b.pt", {"a": 1})
+    loaded, info = sorting.load_sorter(tmp_path / "b.pt")
+    assert isinstance(loaded, PositionClassifier)
+    assert loaded.max_positions == 7 and info == {"a": 1}
+    x = torch.rand(2, 7, generator=torch.Generator().manual_seed(0))
+    assert torch.equal(loaded.decode(x), model.eval().decode(x))
+
+
+@pytest.mark.parametrize(
+    "name, digest",
+    [
+        (sorting.BASELINE_FILE, sorting.POSITION_CLASSIFIER_SHA256),
+        (convex_hull.PRETRAINED_FILE, convex_hull.HULL_POINTER_SHA256),
+    ],
+)
+def test_shipped_files_match_their_pins(name, digest):
+    data = (Path(attnbook.__file__).parent / "data" / name).read_bytes()
+    assert _weights.sha256_of(data) == digest
+
+
+def test_pretrained_models_load():
+    baseline = attnbook.tasks.sorting.pretrained_position_classifier()
+    assert baseline.max_positions == 10
+    hull = convex_hull.pretrained_hull_pointer()
+    assert isinstance(hull, HullPointerNetwork)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_hull_order_is_the_convex_hull(seed):
+    g = torch.Generator().manual_seed(seed)
+    points = torch.rand(12, 2, generator=g).tolist()
+    ring = convex_hull.hull_order(points)
+    assert ring[0] == min(ring) and len(set(ring)) == len(ring) >= 3
+    for a, b in zip(ring, ring[1:] + ring[:1]):  # every point left of edge
+        for p in points:
+            assert _cross(points[a], points[b], p) >= -1e-12
+    # a point not in the ring lies strictly inside
+    for i in set(range(12)) - set(ring):
+        assert all(
+            _cross(points[a], points[b], points[i]) > 0
+            for a, b in zip(ring, ring[1:] + ring[:1])
+        )
+
+
+def test_hull_order_of_a_square_with_a_centre():
+    points = [(0.5, 0.5), (1, 1), (0, 0), (1, 0), (0, 1)]
+    assert convex_hull.hull_order(points) == [1, 4, 2, 3]
+
+
+def test_hull_batch_closes_and_pads():
+    points, target = convex_hull.hull_batch(
+        20, 8, torch.Generator().manual_seed(0)
+    )
+    assert points.shape == (20, 8, 2) and target.shape == (20, 9)
+    for row in target.tolist():
+        used = [j for j in row if j != PAD]
+        assert used[0] == used[-1] and len(set(used)) == len(used) - 1
+        assert row[len(used) :] == [PAD] * (9 - len(used))
+
+
+def test_closing_keep_mask_by_hand():
+    target = torch.tensor([[2, 0, 3, 1, 2, PAD]])
+    keep = closing_keep_mask(target, 4)[0].int().tolist()
+    assert keep == [
+        [1, 1, 1, 1],
+        [1, 1, 0, 1],
+        [0, 1, 0, 1],
+        [0, 1, 1, 0],  # the first vertex comes back at step 3
+        [0, 0, 1, 0],
+        [0, 0, 1, 0],
+    ]
+
+
+def test_hull_loss_is_cross_entropy_over_the_valid_steps():
+    torch.manual_seed(0)
+    model = HullPointerNetwork(hidden_dim=8)
+    points, target = convex_hull.hull_batch(
+        6, 7, torch.Generator().manual_seed(3)
+    )
+    scores = model.teacher_forced_scores(points, target)
+    masked = scores.masked_fill(~closing_keep_mask(target, 7), -torch.inf)
+    reference = torch.nn.functional.cross_entropy(
+        masked.reshape(-1, 7), target.reshape(-1), ignore_index=PAD
+    )
+    loss = model.loss(points, target)
+    assert torch.allclose(loss, reference, atol=1e-6)
+    loss.backward()
+    assert all(torch.isfinite(p.grad).all() for p in model.parameters())
+
+
+def test_hull_decode_outputs_closed_polygons():
+    torch.manual_seed(0)
+    model = HullPointerNetwork(hidden_dim=8).eval()
+    points = torch.rand(10, 6, 2, generator=torch.Generator().manual_seed(1))
+    out = model.decode(points)
+    assert out.shape == (10, 7)
+    for row in out.tolist():
+        used = [j for j in row if j != PAD]
+        assert row[: len(used)] == used  # PAD only at the end
+        assert used[0] == used[-1] and len(used) >= 4
+        assert len(set(used)) == len(used) - 1
+
+
+def test_trained_hull_model_beats_chance():
+    model = convex_hull.pretrained_hull_pointer()
+    assert convex_hull.hull_accuracy(model, 6, 200, seed=5) > 0.5
+
+
+@pytest.mark.parametrize("shape", [(2, 5), (2, 5, 3), (2, 2, 2)])
+def test_hull_network_refuses_malformed_points(shape):
+    model = HullPointerNetwork(hidden_dim=4)
+    with pytest.raises(ValueError, match="points"):
+        model.decode(torch.rand(*shape))
