@@ -504,7 +504,12 @@ def test_compare_selectors_runs_every_method_on_the_same_seeds():
     rows = compare_selectors(
         lrs=(0.1,), seeds=(0, 1), steps=20, eval_every=10, n_test=100
     )
-    assert [row["method"] for row in rows] == ["soft", "reinforce", "expected"]
+    assert [row["method"] for row in rows] == [
+        "soft",
+        "reinforce",
+        "expected",
+        "gumbel",
+    ]
     for row in rows:
         assert (
             row["steps"] == [0, 10, 20]
@@ -539,12 +544,13 @@ def test_training_is_seeded_and_learns():
     again = train_selector("soft", steps=40, eval_every=20, n_test=200)
     hard = train_selector("reinforce", steps=40, eval_every=20, n_test=200)
     exact = train_selector("expected", steps=40, eval_every=20, n_test=200)
+    gumbel = train_selector("gumbel", steps=40, eval_every=20, n_test=200)
     assert soft["steps"] == [0, 20, 40]
     assert (
         soft["accuracy"] == again["accuracy"]
         and soft["hard_loss"] == again["hard_loss"]
     )
-    for history in (soft, hard, exact):
+    for history in (soft, hard, exact, gumbel):
         assert history["accuracy"][-1] > history["accuracy"][0] + 0.3
         assert history["hard_loss"][-1] < history["hard_loss"][0]
     with pytest.raises(ValueError, match="method must be one of"):

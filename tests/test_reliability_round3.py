@@ -916,22 +916,21 @@ def test_corpus_module_name_takes_str_paths_and_checks_them():
         module_name("/elsewhere/a.py", "/lib")
 
 
-@pytest.mark.parametrize("weights", [float("nan"), -1.0])
-def test_reinforce_loss_refuses_weights_it_cannot_sample(weights):
-    from attnbook.experiments.hard_training import (
-        reinforce_loss,
-        selection_task,
-    )
+@pytest.mark.parametrize("score", [float("nan"), float("inf")])
+@pytest.mark.parametrize("name", ["reinforce_loss", "gumbel_loss"])
+def test_sampling_losses_refuse_scores_they_cannot_sample(name, score):
+    from attnbook.experiments import hard_training
 
-    items, target = selection_task(3, 5, 4, torch.Generator())
-    w = torch.full((3, 5), 0.2, dtype=torch.float64)
-    w[0, 0] = weights
+    items, target = hard_training.selection_task(3, 5, 4, torch.Generator())
+    w = torch.zeros((3, 5), dtype=torch.float64)
+    w[0, 0] = score
     g = torch.Generator()
     state = g.get_state()
+    loss = getattr(hard_training, name)
     refused(
-        lambda: reinforce_loss(w, items, target, g),
+        lambda: loss(w, items, target, g),
         ValueError,
-        "weights must be finite and >= 0",
+        "scores must be finite",
         w,
     )
     assert torch.equal(g.get_state(), state)

@@ -612,13 +612,19 @@ fn(
 fn(
     "experiments.hard_training.selector_loss",
     method="reinforce",
-    weights=_weights64,
+    scores=lambda: R(3, 5, dtype=torch.float64),
     generator=lambda: G(),
     **ITEMS,
 )
 fn(
     "experiments.hard_training.reinforce_loss",
-    weights=_weights64,
+    scores=lambda: R(3, 5, dtype=torch.float64),
+    generator=lambda: G(),
+    **ITEMS,
+)
+fn(
+    "experiments.hard_training.gumbel_loss",
+    scores=lambda: R(3, 5, dtype=torch.float64),
     generator=lambda: G(),
     **ITEMS,
 )

@@ -15,10 +15,20 @@ items says which item it selects.
 - The same expected loss ``E_z |x_z - right item|^2 = sum_n p_n L_n`` can also
   be differentiated exactly when there are few items (method "expected"): the
   objective of hard attention without REINFORCE's sampling noise.
+- Straight-through Gumbel-softmax (method "gumbel"): the forward pass outputs
+  one sampled item (Gumbel-max), the backward pass differentiates a softmax
+  of the perturbed scores instead (biased, but far less noisy than REINFORCE).
+
+``python -m attnbook.train.hard_selectors`` runs the chapter's sweep (every
+method at five learning rates, ten seeds) and writes
+``data/hard_selectors.json``; ``shipped_selector_sweep()`` reads it, checked
+against ``HARD_SELECTORS_SHA256``.
 
 Everything runs in float64 with explicit generators, so the numbers are the
 same on every machine and thread count.
 """
+
+import json
 
 import torch
 from torch import nn
@@ -39,11 +49,15 @@ from .._checks import (
     restores_rng_on_error,
     seeded_generator,
 )
-from ..core.attention import attention_weights
+from .._weights import read_pinned
 from ..core.scoring import scaled_dot_score
 from ..measure.threads import single_thread
 
-METHODS = ("soft", "reinforce", "expected")
+METHODS = ("soft", "reinforce", "expected", "gumbel")
+HARD_SELECTORS_FILE = "hard_selectors.json"
+HARD_SELECTORS_SHA256 = (
+    "fa1d6c8e8ad3bfd26630d3be126609d1a4b05eb20bf4fd97a188a19531ed3369"
+)
 
 
 def hidden_direction(dim: int, seed: int = 0) -> torch.Tensor:
@@ -93,7 +107,8 @@ class QuerySelector(nn.Module):
     ``scaled_dot_score``.
 
     Called on items (batch, n_items, dim), returns the attention distribution
-    (batch, n_items). The query starts at zero: a uniform distribution.
+    (batch, n_items); ``scores(items)`` returns the scores (logits) it is the
+    softmax of. The query starts at zero: a uniform distribution.
     """
 
     @restores_rng_on_error
@@ -103,7 +118,8 @@ class QuerySelector(nn.Module):
         require_weights_fit("QuerySelector", (dim,))
         self.query = nn.Parameter(torch.zeros(dim, dtype=torch.float64))
 
-    def forward(self, items: torch.Tensor) -> torch.Tensor:
+    def scores(self, items: torch.Tensor) -> torch.Tensor:
+        """x_n . q / sqrt(dim) for every item: (batch, n_items)."""
         require_sequences(items=items)
         require_same_size(
             "feature sizes",
@@ -112,9 +128,10 @@ class QuerySelector(nn.Module):
             "query",
             self.query.shape[0],
         )
-        return attention_weights(
-            self.query.view(1, 1, -1), items, scaled_dot_score
-        ).squeeze(-2)
+        return scaled_dot_score(self.query.view(1, 1, -1), items).squeeze(-2)
+
+    def forward(self, items: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(self.scores(items), dim=-1)
 
 
 _NO_WEIGHTS = object()  # choice_losses, evaluate_selector: no weights
@@ -272,34 +289,84 @@ def evaluate_selector(
 
 
 def selector_loss(
-    method, weights, items, target, generator=None, baseline=True
+    method, scores, items, target, generator=None, baseline=True
 ) -> torch.Tensor:
     """The scalar to backpropagate for one batch, by training ``method``.
 
-    weights (batch, n), items (batch, n, dim), target (batch,). "soft": the
-    loss of the weighted average; "expected": hard attention's exact expected
-    loss; "reinforce": the REINFORCE surrogate of it (``reinforce_loss``),
-    sampled with ``generator`` (None: torch's global generator).
+    scores (batch, n): the selector's scores, whose softmax is the attention
+    distribution; items (batch, n, dim), target (batch,). "soft": the loss of
+    the weighted average; "expected": hard attention's exact expected loss;
+    "reinforce": the REINFORCE surrogate of it (``reinforce_loss``);
+    "gumbel": straight-through Gumbel-softmax (``gumbel_loss``). The last two
+    draw with ``generator`` (None: torch's global generator).
     """
     _check_method(method)
+    _check_scores(scores, items)
     if method == "soft":
-        return soft_loss(weights, items, target)
+        return soft_loss(scores.softmax(dim=-1), items, target)
     if method == "expected":
-        return expected_loss(weights, items, target)
-    return reinforce_loss(weights, items, target, generator, baseline)
+        return expected_loss(scores.softmax(dim=-1), items, target)
+    if method == "gumbel":
+        return gumbel_loss(scores, items, target, generator)
+    return reinforce_loss(scores, items, target, generator, baseline)
 
 
-def reinforce_loss(weights, items, target, generator=None, baseline=True):
-    """REINFORCE's surrogate for one batch: one item z ~ ``weights`` drawn
-    per example with ``generator`` (None: torch's global generator);
-    baseline leave-one-out (False: none)."""
-    _check_selection(items, target, weights)
+def reinforce_loss(scores, items, target, generator=None, baseline=True):
+    """REINFORCE's surrogate for one batch: one item z ~ softmax(``scores``)
+    drawn per example with ``generator`` (None: torch's global generator);
+    baseline leave-one-out (False: none). log p(z) is a log_softmax of the
+    scores, finite even where p(z) underflows."""
+    _check_scores(scores, items)
+    _check_selection(items, target)
     require_generator("generator", generator, allow_none=True)
-    rows = torch.arange(weights.shape[0])
-    z = torch.multinomial(weights.detach(), 1, generator=generator).squeeze(-1)
+    log_weights = torch.log_softmax(scores, dim=-1)
+    rows = torch.arange(scores.shape[0])
+    weights = log_weights.detach().exp()
+    z = torch.multinomial(weights, 1, generator=generator).squeeze(-1)
     losses = choice_losses(items, target)[rows, z]  # L(z): no gradient path
     b = leave_one_out_baseline(losses) if baseline else 0.0
-    return reinforce_surrogate(weights[rows, z].log(), losses, b)
+    return reinforce_surrogate(log_weights[rows, z], losses, b)
+
+
+def gumbel_loss(scores, items, target, generator=None, tau=1.0):
+    """Straight-through Gumbel-softmax loss for one batch.
+
+    Forward: the item z = argmax(scores + g), g Gumbel noise drawn with
+    ``generator`` (z ~ softmax(scores): the Gumbel-max trick), and its loss
+    |x_z - x_target|^2. Backward: through the relaxed choice
+    softmax((scores + g) / tau) in place of the one-hot one. scores (batch,
+    n), items (batch, n, dim), target (batch,).
+    """
+    _check_scores(scores, items)
+    _check_selection(items, target)
+    require_generator("generator", generator, allow_none=True)
+    require_finite_number("tau", tau, low=1e-3, high=1e3)
+    tiny = torch.finfo(scores.dtype).tiny
+    u = torch.rand(scores.shape, generator=generator, dtype=scores.dtype)
+    gumbel = -torch.log(-torch.log(u.clamp_min(tiny)))
+    relaxed = torch.softmax((scores + gumbel) / tau, dim=-1)
+    one_hot = torch.zeros_like(relaxed)
+    one_hot.scatter_(-1, relaxed.argmax(dim=-1, keepdim=True), 1.0)
+    choice = one_hot + relaxed - relaxed.detach()  # value: one-hot
+    return soft_loss(choice, items, target)
+
+
+def _check_scores(scores, items) -> None:
+    """scores: finite float (batch, n) matching items (batch, n, dim)."""
+    require_float("scores", scores)
+    require_float("items", items)
+    if items.dim() != 3 or scores.shape != items.shape[:2]:
+        raise ValueError(
+            f"scores must be (batch, n_items) = {tuple(items.shape[:2])} "
+            f"for items {tuple(items.shape)}, got {tuple(scores.shape)}"
+        )
+    if scores.dtype != items.dtype:
+        raise ValueError(
+            f"scores must have the items' dtype {items.dtype}, got "
+            f"{scores.dtype}"
+        )
+    if not bool(torch.isfinite(scores).all()):
+        raise ValueError("scores must be finite")
 
 
 def _check_method(method) -> None:
@@ -323,9 +390,10 @@ def train_selector(
     expected loss.
 
     method: "soft" (backpropagate ``soft_loss``), "expected" (backpropagate
-    ``expected_loss``, its exact gradient) or "reinforce" (sample one item per
+    ``expected_loss``, its exact gradient), "reinforce" (sample one item per
     example, use ``reinforce_surrogate`` with a leave-one-out baseline, or none
-    if ``baseline`` is False); see ``selector_loss``. All use Adam, the same
+    if ``baseline`` is False) or "gumbel" (straight-through Gumbel-softmax,
+    ``gumbel_loss``); see ``selector_loss``. All use Adam, the same
     training batches and the same test set. Returns a dict with ``model``,
     ``steps`` (list of ints) and, measured on the test set at those steps,
     lists ``accuracy``, ``soft_loss`` and ``hard_loss``. Runs on one thread
@@ -370,41 +438,40 @@ def _train(
     baseline,
 ) -> dict:
     """The training loop of ``train_selector`` (arguments already checked)."""
-    data_generator = seeded_generator(seed)
-    sample_generator = torch.Generator().manual_seed(seed + 1)
-    test_items, test_target = selection_task(
-        n_test, n_items, dim, torch.Generator().manual_seed(seed + 2)
-    )
-    test_losses = choice_losses(test_items, test_target)
+    data = seeded_generator(seed)  # training batches
+    draws = torch.Generator().manual_seed(seed + 1)  # sampled choices
+    test = selection_task(n_test, n_items, dim, seeded_generator(seed + 2))
     model = QuerySelector(dim)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    history = {
-        "method": method,
-        "steps": [],
-        "accuracy": [],
-        "soft_loss": [],
-        "hard_loss": [],
-    }
-    for step in range(steps + 1):
-        if step % eval_every == 0 or step == steps:
-            history["steps"].append(step)
-            for name, value in evaluate_selector(
-                model, test_items, test_target, test_losses
-            ).items():
-                history[name].append(value)
-        if step == steps:
-            break
-        items, target = selection_task(
-            batch_size, n_items, dim, data_generator
-        )
-        loss = selector_loss(
-            method, model(items), items, target, sample_generator, baseline
-        )
+    history = _History(method, *test)
+    for step in range(steps):
+        if step % eval_every == 0:
+            history.record(step, model)
+        items, target = selection_task(batch_size, n_items, dim, data)
+        scores = model.scores(items)
+        loss = selector_loss(method, scores, items, target, draws, baseline)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-    history["model"] = model
-    return history
+    history.record(steps, model)
+    return {**history.lists, "model": model}
+
+
+class _History:
+    """Test accuracy and losses of a model, recorded at training steps."""
+
+    def __init__(self, method, test_items, test_target):
+        self.test = (test_items, test_target)
+        self.test_losses = choice_losses(test_items, test_target)
+        self.lists = {"method": method, "steps": []}
+        for name in ("accuracy", "soft_loss", "hard_loss"):
+            self.lists[name] = []
+
+    def record(self, step, model) -> None:
+        self.lists["steps"].append(step)
+        report = evaluate_selector(model, *self.test, self.test_losses)
+        for name, value in report.items():
+            self.lists[name].append(value)
 
 
 def steps_to_accuracy(history: dict, level: float = 0.8) -> int | None:
@@ -476,3 +543,36 @@ def compare_selectors(
                 }
             )
     return rows
+
+
+SWEEP_RECIPE = {
+    "methods": list(METHODS),
+    "lrs": [0.01, 0.03, 0.1, 0.3, 1.0],
+    "seeds": list(range(10)),
+    "level": 0.8,
+    "train": {"steps": 300, "batch_size": 8, "n_items": 32, "dim": 16},
+}
+
+
+def run_sweep(recipe: dict = SWEEP_RECIPE) -> str:
+    """The file ``shipped_selector_sweep`` reads: ``compare_selectors``
+    with ``recipe`` for every method, and for REINFORCE without a baseline,
+    as JSON text (losses rounded to 1e-6)."""
+    grid = {key: recipe[key] for key in ("lrs", "seeds", "level")}
+    rows = compare_selectors(recipe["methods"], **grid, **recipe["train"])
+    no_baseline = compare_selectors(
+        ("reinforce",), **grid, **recipe["train"], baseline=False
+    )
+    for row in rows + no_baseline:
+        for name in ("hard_loss", "soft_loss"):
+            row[name] = [round(value, 6) for value in row[name]]
+    result = {"recipe": recipe, "rows": rows, "no_baseline": no_baseline}
+    return json.dumps(result, indent=1) + "\n"
+
+
+def shipped_selector_sweep() -> dict:
+    """The shipped sweep (``python -m attnbook.train.hard_selectors``):
+    {"recipe": SWEEP_RECIPE, "rows": ``compare_selectors``' rows for every
+    method and learning rate, "no_baseline": the rows of REINFORCE without a
+    baseline}, checked against ``HARD_SELECTORS_SHA256``."""
+    return json.loads(read_pinned(HARD_SELECTORS_FILE, HARD_SELECTORS_SHA256))
