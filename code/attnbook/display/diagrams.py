@@ -572,7 +572,8 @@ def draw_bahdanau_step(weights=(0.1, 0.6, 0.2, 0.1), figsize=(6.6, 4.2)):
     previous decoder state s_{t-1} is the query; each e_j gets a weight
     alpha_tj (line width proportional to ``weights``, one per input, summing to
     1); the context c_t = sum_j alpha_tj e_j and the previous output y_{t-1}
-    enter the GRU that computes s_t, from which y_t is predicted.
+    enter the GRU that computes s_t; y_t is predicted from s_t, c_t and
+    y_{t-1}.
     """
     if not isinstance(weights, (list, tuple)) or not all(
         is_finite_number(w) for w in weights
@@ -681,7 +682,7 @@ def draw_bahdanau_step(weights=(0.1, 0.6, 0.2, 0.1), figsize=(6.6, 4.2)):
     ax.text(
         2.3,
         4.05,
-        "query: scores\n$s(\\mathbf{s}_{t-1}, \\mathbf{e}_j)$",
+        "query: scores\n$a(\\mathbf{s}_{t-1}, \\mathbf{e}_j)$",
         fontsize=8,
         color="tab:green",
         ha="right",
@@ -703,6 +704,19 @@ def draw_bahdanau_step(weights=(0.1, 0.6, 0.2, 0.1), figsize=(6.6, 4.2)):
     _arrow(ax, (8.4, 3.55), (8.4, 4.68))
     _arrow(ax, (state[0], state[1] + 0.32), (state[0], 5.85))
     ax.text(8.4, 6.1, "$p(y_t)$", ha="center", va="center", fontsize=10)
+    # the output layer also reads c_t and y_{t-1}: W_o [s_t; c_t; y_{t-1}]
+    _arrow(ax, (context[0] + 0.7, context[1] + 0.32), (8.05, 6.0))
+    ax.annotate(
+        "",
+        xy=(8.75, 6.0),
+        xytext=(8.7, 3.3),
+        arrowprops={
+            "arrowstyle": "->",
+            "color": "0.3",
+            "linewidth": 1.0,
+            "connectionstyle": "arc3,rad=0.45",
+        },
+    )
     ax.set_title(
         f"decoder step $t$: weights {', '.join(f'{w:.1f}' for w in weights)}",
         fontsize=9,

@@ -321,6 +321,7 @@ def train_seq2seq(
     lr: float = 3e-3,
     seed: int = 0,
     log_every: int = 0,
+    after_step=None,
 ):
     """Train ``model`` with teacher forcing, Adam and a one-cycle learning rate
     for ``steps`` steps.
@@ -328,7 +329,9 @@ def train_seq2seq(
     make_batch(generator) -> (src, src_lengths, tgt_in, tgt_out) draws one
     batch; the generator is ``torch.Generator().manual_seed(seed)``. Gradients
     are clipped to norm 1. With a fixed thread count the result is bit-for-bit
-    reproducible. Returns the list of losses.
+    reproducible. after_step(step, model), if given, is called after every
+    step (step = 1, ..., steps), e.g. to evaluate along the way. Returns the
+    list of losses.
     """
     if not isinstance(model, Seq2Seq):
         raise TypeError(f"model must be a Seq2Seq, got {type(model).__name__}")
@@ -339,6 +342,11 @@ def train_seq2seq(
         raise TypeError(
             "make_batch must be a function of a generator, got "
             f"{make_batch!r:.40}"
+        )
+    if after_step is not None and not callable(after_step):
+        raise TypeError(
+            "after_step must be a function of (step, model), got "
+            f"{after_step!r:.40}"
         )
     generator = seeded_generator(seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
@@ -355,6 +363,8 @@ def train_seq2seq(
         optimizer.step()
         schedule.step()
         losses.append(loss.item())
+        if after_step is not None:
+            after_step(i + 1, model)
         if log_every and (i % log_every == 0 or i == steps - 1):
             print(
                 f"step {i + 1:5d}/{steps}  loss {loss.item():.4f}", flush=True
