@@ -22,6 +22,7 @@ from .._checks import (
     require_float_dtype,
     require_int,
     require_matrix_fits,
+    require_tensor,
 )
 from .masking import _check_causal, causal_mask
 from .positional import pair_frequencies
@@ -224,3 +225,94 @@ def _ntk_by_parts(theta, factor, original_context, alpha, beta):
     turns = original_context * theta / (2 * math.pi)  # r = L / lambda
     ramp = ((turns - alpha) / (beta - alpha)).clamp(0.0, 1.0)
     return (1 - ramp) * theta / factor + ramp * theta
+
+
+def rotate_pairs(
+    x: torch.Tensor, positions: torch.Tensor, frequencies: torch.Tensor
+) -> torch.Tensor:
+    """RoPE with given frequencies: turn feature pair j of the row at
+    position p by the angle p * frequencies[j].
+
+    x: (..., n, d) queries or keys, d even, floating point; positions: (n,)
+    (integer or real); frequencies: (d/2,), e.g. ``rope_frequencies(d,
+    scaling=..., factor=...)``. Returns x's shape and dtype. With the
+    unscaled frequencies it equals ``apply_rotary(x, positions)``; angles
+    are computed in float64.
+    """
+    _check_rotate(x, positions, frequencies)
+    angle = positions.to(torch.float64)[:, None] * frequencies.to(
+        torch.float64
+    )  # (n, d/2)
+    cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
+    even, odd = x[..., 0::2], x[..., 1::2]
+    turned = torch.stack((even * cos - odd * sin, even * sin + odd * cos), -1)
+    return turned.flatten(-2)
+
+
+def _check_rotate(x, positions, frequencies) -> None:
+    """x (..., n, d) floating point with d even, positions (n,),
+    frequencies (d/2,)."""
+    require_tensor("x", x)
+    require_tensor("positions", positions)
+    require_tensor("frequencies", frequencies)
+    require_float_dtype("x's dtype", x.dtype)
+    if x.dim() < 2 or x.shape[-1] % 2 or x.shape[-1] == 0:
+        raise ValueError(
+            f"x must be (..., n, d) with an even d, got shape {tuple(x.shape)}"
+        )
+    if positions.shape != x.shape[-2:-1]:
+        raise ValueError(
+            f"positions must have shape ({x.shape[-2]},) for x of shape "
+            f"{tuple(x.shape)}, got {tuple(positions.shape)}"
+        )
+    if frequencies.shape != (x.shape[-1] // 2,):
+        raise ValueError(
+            f"frequencies must have shape ({x.shape[-1] // 2},) for "
+            f"d = {x.shape[-1]}, got {tuple(frequencies.shape)}"
+        )
+
+
+def rope_score_by_distance(
+    frequencies: torch.Tensor, distances: torch.Tensor
+) -> torch.Tensor:
+    """The RoPE score between two copies of one vector at each distance,
+    relative to distance 0: mean_j cos(distance * frequencies[j]).
+
+    It is exact for a vector whose d/2 feature pairs have equal lengths,
+    and the expected value for a random vector with independent, identically
+    distributed features. frequencies: (d/2,); distances: (m,). Returns
+    (m,) float64, 1 at distance 0.
+    """
+    angle = distances.to(torch.float64)[:, None] * frequencies.to(
+        torch.float64
+    )
+    return angle.cos().mean(dim=-1)
+
+
+def t5_buckets(
+    distances: torch.Tensor, num_buckets: int = 32, max_distance: int = 128
+) -> torch.Tensor:
+    """T5's relative-position bucket of each query-key distance, causal
+    (one direction) version: every (query, key) pair at distance d >= 0
+    shares the learned bias of bucket b(d) (Raffel et al. 2020, section
+    2.1; the rule of ``_relative_position_bucket`` in the T5 code, with
+    ``bidirectional=False``).
+
+    With e = num_buckets // 2 exact buckets: b(d) = d for d < e, then
+    b(d) = min(num_buckets - 1, e + floor(ln(d / e) / ln(max_distance / e)
+    * (num_buckets - e))): logarithmically wider buckets up to
+    max_distance, and every longer distance in the last bucket.
+    distances: integer tensor of distances >= 0. Returns int64 buckets of
+    the same shape.
+    """
+    require_int("num_buckets", num_buckets, minimum=2)
+    require_int("max_distance", max_distance, minimum=num_buckets // 2 + 1)
+    if distances.is_floating_point() or (distances < 0).any():
+        raise ValueError("distances must be integers >= 0")
+    exact = num_buckets // 2
+    d = distances.to(torch.int64)
+    ratio = d.clamp(min=1).to(torch.float64) / exact
+    log_part = torch.log(ratio) / math.log(max_distance / exact)
+    large = exact + (log_part * (num_buckets - exact)).to(torch.int64)
+    large = large.clamp(max=num_buckets - 1)
+    return torch.where(d < exact, d, large)

@@ -1,0 +1,258 @@
+"""Chapter 15's length-generalisation lab: chapter 14's repeated-segment
+task, trained at n = 64 with each position scheme, evaluated up to n = 512.
+
+A sequence holds random filler, then a segment of P tokens (P drawn per
+sequence from 8 .. 24) repeated until the end (``tasks.induction.
+repeated_batch``). Every lookup the task needs is short: the previous token
+(1 back) and the token P <= 24 back. What grows with n is only where the
+tokens sit (positions the model never saw) and how many distractors there
+are. So a scheme that generalises in length keeps its accuracy at n = 512,
+and a scheme that fails does so because of positions.
+
+Training draws its batches from generators seeded ``seed + 1`` (seeds 0,
+1, ...); evaluation from generators seeded ``EVAL_SEED + n`` (n the length),
+far from every training seed, so the two never share a draw (a test checks
+that no evaluation sequence occurs in training).
+
+``python -m attnbook.train.long_context`` trains every scheme with
+``TRAINING_RECIPE`` for ``SEEDS``, fine-tunes the RoPE models at n = 512
+with each scaling, and ships the accuracies as
+``data/long_context.json`` (pinned, ``LONG_CONTEXT_SHA256``) and the seed-0
+models as ``data/long_context_models.pt`` (pinned,
+``LONG_CONTEXT_MODELS_SHA256``).
+"""
+
+import json
+import math
+import time
+
+import torch
+import torch.nn.functional as F
+
+from .._checks import (
+    keep_global_rng,
+    require_dict_or_none,
+    require_int,
+    require_training,
+)
+from .._weights import load_pinned, read_pinned
+from ..measure.threads import single_thread
+from ..nn.position_schemes import SCHEMES, PositionSchemeTransformer
+from .induction import repeated_batch
+
+RESULTS_FILE = "long_context.json"
+LONG_CONTEXT_SHA256 = ""
+MODELS_FILE = "long_context_models.pt"
+LONG_CONTEXT_MODELS_SHA256 = ""
+TASK = {"vocab_size": 64, "period": (8, 24), "train_len": 64}
+MODEL_CONFIG = {"embed_dim": 64, "num_heads": 4, "num_layers": 2}
+TRAINING_RECIPE = {
+    "steps": 2000,
+    "batch_size": 32,
+    "lr": 3e-3,
+    "weight_decay": 0.01,
+}
+FINETUNE_RECIPE = {"steps": 150, "batch_size": 4, "lr": 1e-3, "length": 512}
+SEEDS = (0, 1, 2)
+LENGTHS = (64, 96, 128, 192, 256, 384, 512)
+EVAL_SEED = 1_000_000
+EVAL_BATCHES = {"batches": 8, "batch_size": 16}
+SCALINGS = (None, "linear", "ntk", "yarn")
+SCALED_LENGTHS = (64, 512)  # where the scaled RoPE models are evaluated
+
+
+def build_model(scheme: str, config: dict | None = None):
+    """A fresh ``PositionSchemeTransformer`` with ``MODEL_CONFIG`` (updated
+    by config), drawn from torch's global generator."""
+    config = {**MODEL_CONFIG, **require_dict_or_none("config", config)}
+    return PositionSchemeTransformer(
+        scheme, TASK["vocab_size"], max_len=max(LENGTHS), **config
+    )
+
+
+def lab_batch(batch_size: int, length: int, generator: torch.Generator):
+    """(tokens, predictable) of the lab's task at ``length`` positions."""
+    return repeated_batch(
+        batch_size, TASK["period"], length, TASK["vocab_size"], generator
+    )
+
+
+def lookup_loss(logits, tokens, predictable) -> torch.Tensor:
+    """Cross-entropy in nats of logits[:, i - 1] against token i over the
+    predictable tokens i."""
+    keep = predictable[:, 1:]
+    return F.cross_entropy(logits[:, :-1][keep], tokens[:, 1:][keep])
+
+
+def _fit(model, steps, batch_size, lr, weight_decay, length, generator):
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=lr, weight_decay=weight_decay
+    )
+    model.train()
+    losses = []
+    for _ in range(steps):
+        tokens, predictable = lab_batch(batch_size, length, generator)
+        loss = lookup_loss(model(tokens), tokens, predictable)
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+def train_scheme(
+    scheme: str,
+    seed: int = 0,
+    steps: int = 2000,
+    batch_size: int = 32,
+    lr: float = 3e-3,
+    weight_decay: float = 0.01,
+    config: dict | None = None,
+):
+    """Train a seeded model with ``scheme`` at n = TASK["train_len"],
+    float32 on one thread, AdamW with gradient clipping at 1. Returns
+    (model in eval mode, per-step losses in nats). Torch's global random
+    state is left as it was."""
+    require_training(
+        steps=steps, batch_size=batch_size, lr=lr, weight_decay=weight_decay
+    )
+    require_int("seed", seed, minimum=0)
+    with single_thread(), keep_global_rng():
+        torch.manual_seed(seed)
+        model = build_model(scheme, config)
+        generator = torch.Generator().manual_seed(seed + 1)
+        losses = _fit(
+            model,
+            steps,
+            batch_size,
+            lr,
+            weight_decay,
+            TASK["train_len"],
+            generator,
+        )
+    return model.eval(), losses
+
+
+def finetune_rope(
+    model,
+    scaling,
+    seed: int = 0,
+    steps: int = 150,
+    batch_size: int = 4,
+    lr: float = 1e-3,
+    length: int = 512,
+):
+    """A copy of a trained "rope" model with ``scaling`` (factor = length /
+    TASK["train_len"]), fine-tuned ``steps`` steps at ``length`` positions
+    (steps = 0: the scaling alone). Batches from a generator seeded
+    ``seed + 101``, never an evaluation seed."""
+    require_int("steps", steps, minimum=0)
+    with single_thread(), keep_global_rng():
+        copy = build_model("rope")
+        copy.load_state_dict(model.state_dict())
+        scale(copy, scaling, length)
+        if steps:
+            generator = torch.Generator().manual_seed(seed + 101)
+            _fit(copy, steps, batch_size, lr, 0.0, length, generator)
+    return copy.eval()
+
+
+def scale(model, scaling, length: int) -> None:
+    """Set a "rope" model's scaling for ``length`` positions (None: plain
+    RoPE)."""
+    factor = length / TASK["train_len"]
+    if scaling is None:
+        model.set_rope_scaling(None)
+    else:
+        model.set_rope_scaling(scaling, factor, TASK["train_len"])
+
+
+def eval_generator(length: int) -> torch.Generator:
+    """The generator of the evaluation batches at ``length``."""
+    return torch.Generator().manual_seed(EVAL_SEED + length)
+
+
+@torch.no_grad()
+def accuracy(model, length: int, batches=4, batch_size=16) -> float:
+    """The fraction of predictable tokens whose most likely prediction is
+    right, on the evaluation batches at ``length`` positions."""
+    generator = eval_generator(length)
+    right = total = 0
+    with single_thread():
+        for _ in range(batches):
+            tokens, predictable = lab_batch(batch_size, length, generator)
+            guess = model(tokens)[:, :-1].argmax(-1)
+            keep = predictable[:, 1:]
+            right += int((guess == tokens[:, 1:])[keep].sum())
+            total += int(keep.sum())
+    return right / total
+
+
+def accuracy_by_length(model, lengths=LENGTHS) -> dict:
+    """{length: accuracy} on the evaluation batches."""
+    return {n: accuracy(model, n, **EVAL_BATCHES) for n in lengths}
+
+
+def chance_accuracy() -> float:
+    """1 / vocab_size: a uniform guess."""
+    return 1 / TASK["vocab_size"]
+
+
+def run_scheme(scheme: str, seed: int) -> dict:
+    """Train one scheme with one seed and evaluate it: what the training
+    script runs per process. For "rope" also each scaling at 512, without
+    and with the fine-tune. Returns a JSON-ready dict (and the model's
+    state_dict under "state")."""
+    start = time.process_time()
+    model, losses = train_scheme(scheme, seed, **TRAINING_RECIPE)
+    result = {
+        "scheme": scheme,
+        "seed": seed,
+        "final_loss": sum(losses[-100:]) / len(losses[-100:]),
+        "accuracy": accuracy_by_length(model),
+    }
+    if scheme == "rope":
+        result["scaled"] = {}
+        for scaling in SCALINGS:
+            name = str(scaling)
+            tuned = {}
+            for steps in (0, FINETUNE_RECIPE["steps"]):
+                copy = finetune_rope(
+                    model,
+                    scaling,
+                    seed,
+                    **{**FINETUNE_RECIPE, "steps": steps},
+                )
+                tuned["finetuned" if steps else "as_trained"] = (
+                    accuracy_by_length(copy, SCALED_LENGTHS)
+                )
+            result["scaled"][name] = tuned
+    result["cpu_seconds"] = time.process_time() - start
+    result["state"] = {k: v.clone() for k, v in model.state_dict().items()}
+    return result
+
+
+def pretrained_results() -> dict:
+    """The shipped ``data/long_context.json`` (checked against its pinned
+    SHA-256): recipe, seeds, lengths and every accuracy."""
+    return json.loads(read_pinned(RESULTS_FILE, LONG_CONTEXT_SHA256))
+
+
+def pretrained_models() -> dict:
+    """{scheme: model in eval mode}, the seed-0 model of every scheme
+    (checked against the pinned SHA-256). Torch's global random state is
+    left as it was."""
+    saved = load_pinned(MODELS_FILE, LONG_CONTEXT_MODELS_SHA256)
+    models = {}
+    for scheme in SCHEMES:
+        with keep_global_rng():
+            model = build_model(scheme, saved["config"])
+        model.load_state_dict(saved["models"][scheme])
+        models[scheme] = model.eval()
+    return models
+
+
+def log_chance() -> float:
+    """ln(vocab_size), the loss of a uniform guess in nats."""
+    return math.log(TASK["vocab_size"])

@@ -1,0 +1,274 @@
+"""Chapter 15's lab: rotate_pairs and the score by distance, the
+position-scheme Transformer, the task's data and the shipped results."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attnbook import alibi_bias, apply_rotary, rope_frequencies
+from attnbook.core.long_context import (
+    rope_score_by_distance,
+    rotate_pairs,
+    t5_buckets,
+)
+from attnbook.nn.position_schemes import SCHEMES, PositionSchemeTransformer
+from attnbook.tasks import long_context as lab
+
+# ------------------------------------------------------------ rotate_pairs
+
+
+def test_rotate_pairs_with_unscaled_frequencies_is_apply_rotary():
+    x = torch.randn(2, 3, 10, 8, generator=torch.Generator().manual_seed(0))
+    positions = torch.arange(10)
+    turned = rotate_pairs(x, positions, rope_frequencies(8))
+    torch.testing.assert_close(turned, apply_rotary(x, positions))
+
+
+def test_position_interpolation_is_rope_at_positions_divided_by_s():
+    # Chen et al. 2023: position m of the long context is read as m / s
+    x = torch.randn(5, 16, generator=torch.Generator().manual_seed(1))
+    positions = torch.arange(5) * 7
+    scaled = rotate_pairs(
+        x, positions, rope_frequencies(16, 10000, "linear", 4)
+    )
+    torch.testing.assert_close(scaled, apply_rotary(x, positions / 4))
+
+
+def test_rotate_pairs_names_bad_shapes():
+    x = torch.randn(4, 8)
+    with pytest.raises(ValueError, match="positions"):
+        rotate_pairs(x, torch.arange(3), rope_frequencies(8))
+    with pytest.raises(ValueError, match="frequencies"):
+        rotate_pairs(x, torch.arange(4), rope_frequencies(6))
+    with pytest.raises(ValueError, match="even"):
+        rotate_pairs(torch.randn(4, 7), torch.arange(4), torch.ones(3))
+
+
+def test_score_by_distance_is_the_score_of_a_vector_with_itself():
+    # a vector whose pairs all have length 1: q . R(distance) q / q . q
+    frequencies = rope_frequencies(16)
+    q = torch.tensor([1.0, 0.0] * 8, dtype=torch.float64)
+    distances = torch.tensor([0, 1, 5, 100, 4000])
+    by_hand = [
+        float(q @ rotate_pairs(q[None], torch.tensor([d]), frequencies)[0])
+        / float(q @ q)
+        for d in distances.tolist()
+    ]
+    torch.testing.assert_close(
+        rope_score_by_distance(frequencies, distances),
+        torch.tensor(by_hand, dtype=torch.float64),
+    )
+
+
+# ------------------------------------------------------------------- model
+
+
+def _model(scheme, **kwargs):
+    torch.manual_seed(0)
+    return PositionSchemeTransformer(
+        scheme, 16, 16, 2, 2, max_len=32, **kwargs
+    )
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_every_scheme_predicts_every_position(scheme):
+    tokens = torch.randint(16, (3, 20))
+    assert _model(scheme)(tokens).shape == (3, 20, 16)
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_the_layers_are_causal(scheme):
+    model = _model(scheme)
+    tokens = torch.randint(16, (1, 12))
+    changed = tokens.clone()
+    changed[0, 8:] = (changed[0, 8:] + 1) % 16
+    torch.testing.assert_close(model(tokens)[:, :8], model(changed)[:, :8])
+
+
+def test_attention_equals_pytorchs_with_the_alibi_bias():
+    model = _model("alibi")
+    x = model.embed(torch.randint(16, (2, 9)))
+    q, k, v = (
+        t.unflatten(-1, (2, 8)).transpose(1, 2)
+        for t in model.qkv[0](x).chunk(3, dim=-1)
+    )
+    bias = alibi_bias(2, 9)
+    theirs = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+    _, weights = model(torch.zeros(1, 1, dtype=torch.long), True)
+    ours = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(8) + bias, -1)
+    torch.testing.assert_close(ours @ v, theirs)
+    assert weights.shape == (2, 1, 2, 1, 1)
+
+
+def test_nope_learns_order_only_through_the_causal_mask():
+    # one layer without positions: the last output depends on the set of
+    # earlier tokens only, so reordering tokens 0 .. n-2 changes nothing;
+    # with two layers, each earlier token saw its own prefix: it does
+    tokens = torch.tensor([[3, 1, 4, 1, 5, 9, 2, 6]])
+    shuffled = tokens[:, [5, 2, 0, 6, 1, 4, 3, 7]]
+    torch.manual_seed(0)
+    one = PositionSchemeTransformer("nope", 16, 16, 2, 1, max_len=32)
+    torch.testing.assert_close(one(tokens)[:, -1], one(shuffled)[:, -1])
+    two = _model("nope")
+    assert not torch.allclose(two(tokens)[:, -1], two(shuffled)[:, -1])
+
+
+def test_learned_rows_beyond_the_training_length_are_not_trained():
+    model = _model("learned")
+    before = model.position_embedding.weight.detach().clone()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    tokens = torch.randint(16, (2, 10))
+    model(tokens).sum().backward()
+    optimizer.step()
+    after = model.position_embedding.weight.detach()
+    assert not torch.equal(after[:10], before[:10])
+    assert torch.equal(after[10:], before[10:])
+
+
+def test_rope_scaling_changes_frequencies_not_weights():
+    model = _model("rope")
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    tokens = torch.randint(16, (1, 30))
+    plain = model(tokens)
+    model.set_rope_scaling("linear", 2.0)
+    assert torch.equal(model.frequencies, rope_frequencies(8) / 2)
+    assert not torch.allclose(model(tokens), plain)
+    model.set_rope_scaling(None)
+    torch.testing.assert_close(model(tokens), plain)
+    for name, tensor in model.state_dict().items():
+        assert torch.equal(tensor, state[name])
+
+
+def test_bad_scheme_and_scaling_are_named():
+    with pytest.raises(ValueError, match="scheme"):
+        _model("absolute")
+    with pytest.raises(ValueError, match="rope"):
+        _model("alibi").set_rope_scaling("linear", 2.0)
+    with pytest.raises(ValueError, match="max_len"):
+        _model("rope")(torch.zeros(1, 33, dtype=torch.long))
+
+
+# -------------------------------------------------------------------- data
+
+
+def _training_sequences(seed, steps):
+    generator = torch.Generator().manual_seed(seed + 1)
+    rows = set()
+    for _ in range(steps):
+        tokens, _ = lab.lab_batch(
+            lab.TRAINING_RECIPE["batch_size"], lab.TASK["train_len"], generator
+        )
+        rows.update(tuple(row) for row in tokens.tolist())
+    return rows
+
+
+def test_evaluation_seeds_are_no_training_seed():
+    training = {seed + 1 for seed in lab.SEEDS}
+    finetune = {seed + 101 for seed in lab.SEEDS}
+    evaluation = {lab.EVAL_SEED + n for n in lab.LENGTHS}
+    assert not evaluation & (training | finetune)
+
+
+def test_no_evaluation_sequence_occurs_in_training():
+    generator = lab.eval_generator(lab.TASK["train_len"])
+    batches = lab.EVAL_BATCHES
+    evaluation = set()
+    for _ in range(batches["batches"]):
+        tokens, _ = lab.lab_batch(
+            batches["batch_size"], lab.TASK["train_len"], generator
+        )
+        evaluation.update(tuple(row) for row in tokens.tolist())
+    for seed in lab.SEEDS:
+        training = _training_sequences(seed, 100)
+        assert not evaluation & training
+
+
+def test_accuracy_counts_the_predictable_tokens():
+    class Oracle(torch.nn.Module):
+        # predicts token i + 1 by looking it up: always right
+        def __init__(self, tokens):
+            super().__init__()
+            self.tokens = tokens
+
+        def forward(self, tokens):
+            nxt = torch.roll(tokens, -1, dims=1)
+            return F.one_hot(nxt, lab.TASK["vocab_size"]).float()
+
+    assert lab.accuracy(Oracle(None), 64, batches=2, batch_size=4) == 1.0
+
+
+# -------------------------------------------------------- shipped results
+
+
+def test_shipped_results_cover_every_scheme_seed_and_length():
+    results = lab.pretrained_results()
+    runs = {(r["scheme"], r["seed"]) for r in results["runs"]}
+    assert runs == {(s, seed) for s in SCHEMES for seed in lab.SEEDS}
+    for run in results["runs"]:
+        assert [int(n) for n in run["accuracy"]] == list(lab.LENGTHS)
+        assert all(0 <= a <= 1 for a in run["accuracy"].values())
+
+
+def test_shipped_models_reproduce_their_stored_accuracy():
+    models = lab.pretrained_models()
+    results = lab.pretrained_results()
+    for run in results["runs"]:
+        if run["seed"] != lab.SEEDS[0]:
+            continue
+        for n in (64, 512):
+            stored = run["accuracy"][str(n)]
+            measured = lab.accuracy(
+                models[run["scheme"]], n, **lab.EVAL_BATCHES
+            )
+            assert abs(measured - stored) < 0.01, (run["scheme"], n)
+
+
+# ------------------------------------------------------------ T5 buckets
+
+
+def test_t5_buckets_by_the_formula_written_out():
+    # Raffel et al. 2020 / the T5 code, one direction: 16 exact buckets,
+    # then 16 logarithmic ones up to 128, the last one for everything beyond
+    for d in range(0, 400):
+        if d < 16:
+            expected = d
+        else:
+            expected = min(
+                31, 16 + int(math.log(d / 16) / math.log(128 / 16) * 16)
+            )
+        assert t5_buckets(torch.tensor([d]))[0].item() == expected, d
+
+
+def test_t5_buckets_refuse_negative_distances():
+    with pytest.raises(ValueError, match="distances"):
+        t5_buckets(torch.tensor([3, -1]))
+
+
+# --------------------------------------------------------------- diagrams
+
+
+def test_position_terms_depend_on_the_distance_only():
+    from attnbook.display.long_context import position_terms
+
+    for name, term in position_terms(10).items():
+        for offset in range(10):
+            diagonal = term.diagonal(-offset)
+            assert torch.allclose(diagonal, diagonal[0].expand_as(diagonal)), (
+                name
+            )
+        assert torch.isnan(term.triu(1)[0, 1:]).all(), name
+
+
+def test_window_hides_the_far_keys_only():
+    model = _model("rope")
+    tokens = torch.randint(16, (1, 20))
+    changed = tokens.clone()
+    changed[0, :5] = (changed[0, :5] + 3) % 16
+    # with a window of 4 per layer and 2 layers, the last query reaches
+    # at most 2 * 3 = 6 positions back: tokens 0 .. 4 do not matter
+    torch.testing.assert_close(
+        model(tokens, window=4)[:, -1], model(changed, window=4)[:, -1]
+    )
+    assert not torch.allclose(model(tokens)[:, -1], model(changed)[:, -1])
