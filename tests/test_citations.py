@@ -70,3 +70,22 @@ def test_the_lab_extension_knows_every_entry():
         text=True,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_sources_page_lists_every_chapter_that_uses_a_source_or_erratum():
+    """Each source's "Used in" and each erratum's "Discussed in" line names
+    exactly the chapters that link to it."""
+    page = (ROOT / "book" / "sources_errata.md").read_text()
+    chapters = sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
+    sections = re.split(r"(?m)^\(((?:source|erratum)-\d+)\)=\n", page)[1:]
+    assert len(sections) == 2 * 12, "five sources and seven errata"
+    for label, text in zip(sections[::2], sections[1::2]):
+        line = re.search(r"\*\*(?:Used|Discussed) in:\*\* (.*)", text)
+        assert line, f"{label}: no 'Used in' line"
+        listed = set(re.findall(r"\{doc\}`([^`]+)`", line[1]))
+        linking = {
+            path.stem
+            for path in chapters
+            if re.search(re.escape(label) + r"\b", path.read_text())
+        }
+        assert listed == linking, label
