@@ -4,8 +4,9 @@ head_count (heads against head size on the card task, chapter 4),
 score_scaling (why scores are divided by the square root of d, chapter 2),
 hard_training (training hard attention: REINFORCE and the exact expected
 gradient, chapter 3), complexity (self-attention against CNNs and RNNs, chapter
-7), norm_placement (post-LN against pre-LN, chapter 9) and attention_memory
-(the peak memory of one attention call, chapter 11).
+7), norm_placement (post-LN against pre-LN, chapter 9), attention_memory
+(the peak memory of one attention call, chapter 11) and io_traffic (slow-memory
+traffic of plain and tiled attention, chapter 11).
 
 May import: everything below: ``attnbook.core``, ``attnbook.nn``,
 ``attnbook.tasks``, ``attnbook.measure`` and the private
