@@ -155,3 +155,21 @@ def test_the_sweep_file_is_pinned(monkeypatch):
     monkeypatch.setattr(hard_training, "HARD_SELECTORS_SHA256", "0" * 64)
     with pytest.raises(ValueError, match="SHA-256"):
         shipped_selector_sweep()
+
+
+def test_the_test_examples_are_never_training_examples():
+    # train_selector draws its training batches with seed, its test set with
+    # seed + 2 (both from selection_task): no test item set is a training one
+    recipe = SWEEP_RECIPE["train"]
+    size = (recipe["n_items"], recipe["dim"])
+    for seed in (0, 9):
+        data = _gen(seed)
+        train = torch.cat(
+            [
+                selection_task(recipe["batch_size"], *size, data)[0]
+                for _ in range(recipe["steps"])
+            ]
+        )
+        test, _ = selection_task(1000, *size, _gen(seed + 2))
+        train_rows = {tuple(x.tolist()) for x in train[:, 0]}
+        assert not train_rows & {tuple(x.tolist()) for x in test[:, 0]}

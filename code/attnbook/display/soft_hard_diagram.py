@@ -1,11 +1,9 @@
 """Chapter 3's diagram: soft attention as the expectation of the selected
 input, hard attention as one sample, and where the gradient goes in each."""
 
-import math
-
 import matplotlib.pyplot as plt
 
-from .._checks import is_finite_number
+from .attention_steps import _require_weights
 from .diagrams import _arrow, _box
 from .figures import require_figsize
 
@@ -14,19 +12,7 @@ _INPUT, _SAMPLER, _OUTPUT = "#fde8cf", "#e6f2e1", "#fbe3e1"
 
 def _check(weights, chosen) -> list:
     """2 to 6 non-negative weights summing to 1; chosen an index into them."""
-    if not isinstance(weights, (list, tuple)) or not all(
-        is_finite_number(w) and w >= 0 for w in weights
-    ):
-        raise ValueError(
-            f"weights must be non-negative numbers, got {weights!r:.60}"
-        )
-    if not 2 <= len(weights) <= 6:
-        raise ValueError(
-            f"the diagram has room for 2 to 6 inputs, got {len(weights)} "
-            "weights"
-        )
-    if not math.isclose(sum(weights), 1.0, abs_tol=1e-6):
-        raise ValueError(f"weights must sum to 1, got {sum(weights):.6g}")
+    weights = _require_weights(weights)
     if (
         not isinstance(chosen, int)
         or isinstance(chosen, bool)
@@ -36,7 +22,7 @@ def _check(weights, chosen) -> list:
             f"chosen must be an index 0 to {len(weights) - 1} into the "
             f"{len(weights)} weights, got {chosen!r:.20}"
         )
-    return [float(w) for w in weights]
+    return weights
 
 
 def _inputs(ax, x, rows, weights):
