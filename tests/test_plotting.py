@@ -45,3 +45,22 @@ def test_bad_shapes():
         show_heatmaps(torch.zeros(5))
     with pytest.raises(ValueError, match="2 titles for 3 columns"):
         show_heatmaps(torch.zeros(3, 2, 2), titles=["a", "b"])
+
+
+def test_label_log_axis_labels_one_two_five_inside_the_range():
+    import matplotlib.pyplot as plt
+
+    from attnbook.display.figures import label_log_axis
+
+    fig, ax = plt.subplots()
+    ax.loglog([1, 10], [3, 700])
+    ax.set_ylim(3, 700)
+    assert label_log_axis(ax) == [5, 10, 20, 50, 100, 200, 500]
+    assert [t.get_text() for t in ax.get_yticklabels()][:2] == ["5", "10"]
+    ax.set_yscale("linear")
+    ax.set_ylim(-1, 1)
+    with pytest.raises(ValueError, match="positive"):
+        label_log_axis(ax)
+    with pytest.raises(ValueError, match="axis"):
+        label_log_axis(ax, "z")
+    plt.close(fig)

@@ -292,3 +292,31 @@ def show_heatmaps(
                 ax.set_yticks(range(n_q), labels=yticklabels)
     fig.colorbar(image, ax=axes, shrink=0.7)
     return fig
+
+
+def label_log_axis(ax, axis: str = "y") -> list:
+    """Label a log axis at 1, 2 and 5 times each power of ten inside its
+    data range (matplotlib labels only the powers of ten, often one tick),
+    with plain numbers. Returns the tick values."""
+    if axis not in ("x", "y"):
+        raise ValueError(f"axis must be 'x' or 'y', got {axis!r:.20}")
+    low, high = ax.get_ylim() if axis == "y" else ax.get_xlim()
+    if not 0 < low < high:
+        raise ValueError(
+            "label_log_axis needs a log axis with positive limits"
+        )
+    ticks = [
+        mantissa * 10.0**power
+        for power in range(
+            math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1
+        )
+        for mantissa in (1, 2, 5)
+        if low <= mantissa * 10.0**power <= high
+    ]
+    labels = [f"{tick:g}" for tick in ticks]
+    if axis == "y":
+        ax.set_yticks(ticks, labels)
+    else:
+        ax.set_xticks(ticks, labels)
+    ax.minorticks_off()
+    return ticks
