@@ -220,11 +220,11 @@ def key_heads(model, **kwargs) -> tuple:
     and of the best induction head of the last layer of a 2-layer
     ``AttentionOnlyTransformer``, by ``induction_model_scores(model,
     **kwargs)``."""
-    previous, induction = induction_model_scores(model, **kwargs)
-    if model.num_layers < 2:
+    if getattr(model, "num_layers", 2) < 2:
         raise ValueError(
             f"key_heads needs two layers or more, got {model.num_layers}"
         )
+    previous, induction = induction_model_scores(model, **kwargs)
     last = model.num_layers - 1
     return (0, int(previous[0].argmax())), (
         last,

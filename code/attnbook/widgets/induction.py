@@ -129,7 +129,11 @@ def plot_induction_training(view: dict):
     loss_ax.legend(fontsize=8, loc="lower left")
     for ax in map_axes:
         ax.imshow(
-            torch.zeros(64, 64), cmap="viridis", vmin=0, vmax=1, aspect="equal"
+            torch.zeros(64, 64).numpy(),
+            cmap="viridis",
+            vmin=0,
+            vmax=1,
+            aspect="equal",
         )
         ax.set_xlabel("key position", fontsize=9)
         ax.tick_params(labelsize=8)
