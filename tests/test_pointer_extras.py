@@ -170,3 +170,46 @@ def test_hull_network_refuses_malformed_points(shape):
     model = HullPointerNetwork(hidden_dim=4)
     with pytest.raises(ValueError, match="points"):
         model.decode(torch.rand(*shape))
+
+
+def _training_rows(recipe, lengths, batch):
+    """Every list of the given lengths that the recipe's training stream
+    draws (the same draws, in the same order, as the training loop)."""
+    generator = torch.Generator().manual_seed(recipe["seed"])
+    rows = set()
+    for _ in range(recipe["steps"]):
+        n = int(
+            torch.randint(
+                recipe["min_len"],
+                recipe["max_len"] + 1,
+                (1,),
+                generator=generator,
+            )
+        )
+        x, _ = batch(recipe["batch_size"], n, generator)
+        if n in lengths:
+            rows.update(tuple(row) for row in x.flatten(1).tolist())
+    return rows
+
+
+def test_chapter_test_lists_are_disjoint_from_the_training_lists():
+    """Chapter 6 tests the sorters on lists drawn with seed 500 + n (n = 5,
+    10) and the hull network on sets drawn with seed 700 + n: none of them
+    occurs in the training streams of the shipped models."""
+    seen = _training_rows(
+        sorting.TRAINING_RECIPE, {5, 10}, sorting.sorting_batch
+    )
+    assert len(seen) > 100_000
+    for n in (5, 10):
+        x, _ = sorting.sorting_batch(
+            1000, n, torch.Generator().manual_seed(500 + n)
+        )
+        assert not seen & {tuple(row) for row in x.tolist()}
+    seen = _training_rows(
+        convex_hull.TRAINING_RECIPE, {5, 10}, convex_hull.hull_batch
+    )
+    for n in (5, 10):
+        points, _ = convex_hull.hull_batch(
+            500, n, torch.Generator().manual_seed(700 + n)
+        )
+        assert not seen & {tuple(row) for row in points.flatten(1).tolist()}

@@ -5,7 +5,8 @@
     # evaluate the shipped file only
     python -m attnbook.train.<model> --check
 
-bottleneck, date_translator, sorter, card_lookup,
+bottleneck, date_translator, sorter, position_classifier and hull_pointer
+(chapter 6's baseline and convex hull network), card_lookup,
 card_heads (chapter 4's sweep of head counts, results only), order_classifier,
 date_transformer, language_model (corpus rebuilds its text from this
 Python's standard library) and induction. Each runs on one thread with
