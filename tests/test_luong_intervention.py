@@ -203,3 +203,10 @@ def test_the_shipped_comparison_matches_its_recipe():
         assert r["steps"] == steps and len(r["exact_match"]) == len(steps)
         model = luong_bahdanau.build_decoder(r["decoder"], r["seed"])
         assert r["parameters"] == sum(p.numel() for p in model.parameters())
+
+
+def test_a_refused_luong_model_leaves_the_global_rng():
+    state = torch.get_rng_state()
+    with pytest.raises((TypeError, ValueError)):
+        LuongSeq2Seq(13, 13, embed_dim=4, hidden_dim=0)
+    assert torch.equal(state, torch.get_rng_state())

@@ -20,6 +20,7 @@ position).
 import torch
 from torch import nn
 
+from .._checks import restores_rng_on_error
 from ..core.scoring import BilinearScore
 from .seq2seq import Seq2Seq, _check_decoder_state
 
@@ -33,6 +34,7 @@ class LuongSeq2Seq(Seq2Seq):
     ``step`` returns the weights alpha_t (B, n) of the query s_t.
     """
 
+    @restores_rng_on_error
     def __init__(
         self,
         src_vocab_size: int,
