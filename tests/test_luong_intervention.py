@@ -210,3 +210,27 @@ def test_a_refused_luong_model_leaves_the_global_rng():
     with pytest.raises((TypeError, ValueError)):
         LuongSeq2Seq(13, 13, embed_dim=4, hidden_dim=0)
     assert torch.equal(state, torch.get_rng_state())
+
+
+def test_unseen_dates_gives_up_when_every_day_was_seen():
+    every = set(random_date_pairs(1, torch.Generator().manual_seed(0))[1])
+    with pytest.raises(TypeError, match="seen"):
+        luong_bahdanau.unseen_dates(3, 0, list(every))
+    luong_bahdanau._MAX_ROUNDS, saved = 2, luong_bahdanau._MAX_ROUNDS
+    try:
+        many = luong_bahdanau.training_targets(0, 400, 256)  # most days
+        with pytest.raises(ValueError, match="found only"):
+            luong_bahdanau.unseen_dates(10**5, 0, many)
+    finally:
+        luong_bahdanau._MAX_ROUNDS = saved
+
+
+def test_intervention_refuses_a_string_and_a_translator_without_translate(
+    translator,
+):
+    with pytest.raises(TypeError, match="list of strings"):
+        attention_intervention(translator, "3 May 1999", [0])
+    with pytest.raises(TypeError, match="translate"):
+        attention_intervention(object(), ["3 May 1999"], [0])
+    with pytest.raises(ValueError, match="row"):
+        attention_intervention(translator, ["3 May 1999"], [-1])

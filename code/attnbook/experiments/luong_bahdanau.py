@@ -80,17 +80,30 @@ def training_targets(seed: int, steps: int, batch_size: int) -> set:
     return seen
 
 
+_MAX_ROUNDS = 200  # draws of 1,000 dates before unseen_dates gives up
+
+
 def unseen_dates(size: int, seed: int, seen: set):
     """(sources, targets): the first ``size`` random dates in random forms
     drawn with ``seed`` whose ISO date is not in ``seen``."""
     require_int("size", size)
+    require_int("seed", seed, minimum=0)
+    if not isinstance(seen, (set, frozenset)):
+        raise TypeError(f"seen must be a set of ISO dates, got {seen!r:.40}")
     generator = torch.Generator().manual_seed(seed)
     sources, targets = [], []
-    while len(sources) < size:
+    for _ in range(_MAX_ROUNDS):
+        if len(sources) == size:
+            break
         for source, target in zip(*random_date_pairs(1000, generator)):
             if target not in seen and len(sources) < size:
                 sources.append(source)
                 targets.append(target)
+    if len(sources) < size:
+        raise ValueError(
+            f"found only {len(sources)} of {size} dates outside seen "
+            f"({len(seen):,} dates) in {_MAX_ROUNDS * 1000:,} draws"
+        )
     return sources, targets
 
 

@@ -46,6 +46,13 @@ def attention_intervention(translator, texts, rows):
     row): {"text", "row", "attended", "ignored" (positions), "weight_attended",
     "weight_ignored", "changed_attended", "changed_ignored" (bools)}.
     """
+    if not callable(getattr(translator, "translate", None)):
+        raise TypeError(
+            "translator must have a translate(texts, return_weights) method,"
+            f" got {type(translator).__name__}"
+        )
+    if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
+        raise TypeError(f"texts must be a list of strings, got {texts!r:.40}")
     rows = list(rows)
     for row in rows:
         require_int("row", row, minimum=0)
