@@ -113,11 +113,11 @@ def induction_training_view(models, history, step: int = 3000) -> dict:
 def plot_induction_training(view: dict):
     """Left: the training loss (2 layers so far, blue; the 1-layer control,
     grey; chance, dotted). Middle and right: the two heads' maps."""
-    fig = plt.figure(figsize=(9.5, 3.4))
-    loss_ax = fig.add_axes((0.07, 0.16, 0.27, 0.68))
+    fig = plt.figure(figsize=(8.4, 3.4))
+    loss_ax = fig.add_axes((0.08, 0.15, 0.27, 0.66))
     map_axes = [
-        fig.add_axes((0.42, 0.16, 0.25, 0.68)),
-        fig.add_axes((0.73, 0.16, 0.25, 0.68)),
+        fig.add_axes((0.42, 0.15, 0.26, 0.66)),
+        fig.add_axes((0.73, 0.15, 0.26, 0.66)),
     ]
     loss_ax.plot(*view["control"], color="0.6", lw=1, label="1 layer")
     loss_ax.plot([], [], color="C0", lw=1.5, label="2 layers")
@@ -158,7 +158,7 @@ def update_induction_training_figure(fig, view: dict) -> list:
     ):
         (image,) = ax.images
         image.set_data(weights.numpy())
-        ax.title.set_text(f"{name} {layer}.{head}: score {score:.2f}")
+        ax.title.set_text(f"{name} {layer}.{head}\nscore {score:.2f}")
         changed += [image, ax.title]
     fig._suptitle.set_text(f"after {view['step']:,} training steps")
     return changed + [fig._suptitle]
