@@ -1,9 +1,9 @@
 """Positional encodings: telling attention where each token is.
 
 The sinusoidal encoding of "Attention Is All You Need":
-    P[pos, 2i]   = sin(pos / base^(2i/d))
-    P[pos, 2i+1] = cos(pos / base^(2i/d))
-Each (sin, cos) column pair shares one frequency omega_i = base^(-2i/d), which
+    P[pos, 2l]   = sin(pos / base^(2l/d))
+    P[pos, 2l+1] = cos(pos / base^(2l/d))
+Each (sin, cos) column pair shares one frequency omega_l = base^(-2l/d), which
 is what makes a shift by delta positions a fixed rotation of every pair.
 """
 
@@ -29,7 +29,7 @@ _SMALLER = "use smaller sizes, or"
 def pair_frequencies(
     dim: int, base: float = 10000.0, dtype=torch.float64
 ) -> torch.Tensor:
-    """omega_i = base^(-2i/dim) for i = 0 .. ceil(dim/2) - 1, shape
+    """omega_l = base^(-2l/dim) for l = 0 .. ceil(dim/2) - 1, shape
     (ceil(dim/2),)."""
     require_int("dim", dim)
     require_float_dtype("dtype", dtype)
@@ -50,8 +50,8 @@ def sinusoidal_encoding(
 ) -> torch.Tensor:
     """The sinusoidal position matrix P, shape (num_positions, dim), float32.
 
-    Column 2i is sin(pos * omega_i), column 2i+1 is cos(pos * omega_i) with
-    omega_i = base^(-2i/dim). An odd dim works: the last column is a sine.
+    Column 2l is sin(pos * omega_l), column 2l+1 is cos(pos * omega_l) with
+    omega_l = base^(-2l/dim). An odd dim works: the last column is a sine.
     """
     require_int("num_positions", num_positions, minimum=0)
     require_int("dim", dim)
@@ -167,12 +167,12 @@ def source_002_encoding(num_positions: int, dim: int) -> torch.Tensor:
     A reproduction of a flawed source, kept to show its errors. Shape
     (num_positions, dim), float32, computed as the source does (float32
     throughout):
-      column 2i   = sin(pos * 10000^(2i/dim))
-      column 2i+1 = cos(pos * 10000^((2i+1)/dim))
-    bug a: the position is MULTIPLIED by 10000^(2i/dim), so frequencies rise;
+      column 2l   = sin(pos * 10000^(2l/dim))
+      column 2l+1 = cos(pos * 10000^((2l+1)/dim))
+    bug a: the position is MULTIPLIED by 10000^(2l/dim), so frequencies rise;
     bug b: exponents from arange(1, dim, 2), so a pair's cosine has its own
     frequency.
-    The correct encoding is ``sinusoidal_encoding``: pos / 10000^(2i/dim) in
+    The correct encoding is ``sinusoidal_encoding``: pos / 10000^(2l/dim) in
     both columns.
     """
     require_int("num_positions", num_positions, minimum=0)
