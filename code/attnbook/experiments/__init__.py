@@ -6,7 +6,9 @@ hard_training (training hard attention: REINFORCE and the exact expected
 gradient, chapter 3), complexity (self-attention against CNNs and RNNs, chapter
 7), norm_placement (post-LN against pre-LN, chapter 9), attention_memory
 (the peak memory of one attention call, chapter 11) and io_traffic (slow-memory
-traffic of plain and tiled attention, chapter 11).
+traffic of plain and tiled attention, chapter 11); head_circuits (a head's
+QK and OV circuits and scores, and the language model run with its attention
+weights read or replaced, chapter 14).
 
 May import: everything below: ``attnbook.core``, ``attnbook.nn``,
 ``attnbook.tasks``, ``attnbook.measure`` and the private
