@@ -265,3 +265,41 @@ def test_cpu_clock_times_are_positive_and_need_one_thread():
         len(v) == 2 and all(t > 0 and math.isfinite(t) for t in v)
         for v in times.values()
     )
+
+
+def test_listed_formulas_still_refuse_bad_arguments():
+    from attnbook import show_source
+
+    assert "require_int" not in repr(show_source(multiply_adds))
+    assert "require_int" not in repr(show_source(longest_path))
+    with pytest.raises(ValueError, match="n must be an int >= 2"):
+        longest_path(1)
+    with pytest.raises(ValueError, match="kernel_size must be odd"):
+        multiply_adds(4, 2, kernel_size=4)
+    assert longest_path(n=5, kernel_size=3)["CNN"] == 4
+
+
+def test_time_layers_warms_every_layer_up_before_timing(monkeypatch):
+    import attnbook.experiments.complexity as complexity
+
+    calls = []
+    real = complexity.calls_per_sample
+
+    def recording(function, min_seconds):
+        calls.append(len(seen))
+        return real(function, min_seconds)
+
+    seen = []
+    original = complexity.comparison_layers
+
+    def counting_layers(*args, **kwargs):
+        layers = original(*args, **kwargs)
+        for layer in layers.values():
+            layer.register_forward_hook(lambda *a: seen.append(1))
+        return layers
+
+    monkeypatch.setattr(complexity, "calls_per_sample", recording)
+    monkeypatch.setattr(complexity, "comparison_layers", counting_layers)
+    complexity.time_layers([4, 8], dim=4, repeats=1, min_seconds=1e-5)
+    # 3 layers x 2 lengths x 3 warm-up calls before the first calibration
+    assert calls[0] == 18

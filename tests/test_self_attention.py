@@ -315,9 +315,9 @@ def test_word_vectors_are_fixed_per_word():
     assert word_vector("cat", dim=5).shape == (5,)
 
 
-def test_toy_layer_shares_query_and_key_projection():
+def test_toy_layer_has_its_own_query_and_key_projections():
     layer = toy_self_attention(16, 0)
-    assert torch.equal(layer.query_proj.weight, layer.key_proj.weight)
+    assert not torch.allclose(layer.query_proj.weight, layer.key_proj.weight)
 
 
 def test_view_without_positions_gives_repeated_words_identical_rows():
@@ -347,9 +347,9 @@ def test_view_with_positions_separates_the_copies():
         [word_vector(w) for w in view["tokens"]]
     ) + sinusoidal_encoding(6, 16)
     layer = toy_self_attention(16, 0)
-    q = layer.query_proj(x).detach()
+    q, k = layer.query_proj(x).detach(), layer.key_proj(x).detach()
     assert torch.allclose(
-        view["weights"], torch.softmax(q @ q.T / 4.0, dim=-1), atol=1e-6
+        view["weights"], torch.softmax(q @ k.T / 4.0, dim=-1), atol=1e-6
     )
     gap = (view["weights"][0] - view["weights"][4]).abs().max().item()
     assert view["copy_gap"] == pytest.approx(gap) and gap > 0.01

@@ -8,6 +8,7 @@ checked against the real layers; the forward times are measured, so they are
 noisy and only their log-log slopes are meant to be read.
 """
 
+import functools
 import math
 import statistics
 import time
@@ -95,7 +96,7 @@ class ConvStack(nn.Module):
 
 
 class RecurrentLayer(nn.Module):
-    """An Elman RNN h_t = tanh(W x_t + U h_{t-1} + b); x: (B, n, dim) -> all
+    """An Elman RNN z_t = tanh(W x_t + U z_{t-1} + b); x: (B, n, dim) -> all
     states (B, n, dim)."""
 
     @restores_rng_on_error
@@ -140,17 +141,43 @@ def comparison_layers(
 # ---------------------------------------------------------------- exact counts
 
 
+def _checked_by(check):
+    """Decorator: ``check(*args, **kwargs)`` runs first, so a listing of the
+    decorated function shows its formula only."""
+
+    def decorate(function):
+        @functools.wraps(function)
+        def checked(*args, **kwargs):
+            check(*args, **kwargs)
+            return function(*args, **kwargs)
+
+        return checked
+
+    return decorate
+
+
+def _check_path_args(n, kernel_size=3) -> None:
+    require_int("n", n, 2)
+    _check_kernel(kernel_size)
+
+
+def _check_count_args(n, dim, kernel_size=3) -> None:
+    require_int("n", n, 1)
+    require_int("dim", dim, 1)
+    _check_kernel(kernel_size)
+
+
+@_checked_by(_check_path_args)
 def longest_path(n: int, kernel_size: int = 3) -> dict:
     """Layer applications on the shortest route from input 1 to output n.
 
     CNN (centred kernel of odd size k): each layer lets a position see
     (k-1)/2 more positions to each side, so output n sees input 1 after
     ceil((n-1) / ((k-1)/2)) layers. RNN: the cell is applied n times along
-    x_1 -> h_1 -> ... -> h_n. Self-attention: 1 (every position sees every
+    x_1 -> z_1 -> ... -> z_n. Self-attention: 1 (every position sees every
     other in one layer).
     """
-    require_int("n", n, 2)
-    reach = (_check_kernel(kernel_size) - 1) // 2
+    reach = (kernel_size - 1) // 2
     return {"CNN": math.ceil((n - 1) / reach), "RNN": n, "self-attention": 1}
 
 
@@ -161,6 +188,7 @@ def sequential_operations(n: int) -> dict:
     return {"CNN": 1, "RNN": n, "self-attention": 1}
 
 
+@_checked_by(_check_count_args)
 def multiply_adds(n: int, dim: int, kernel_size: int = 3) -> dict:
     """Exact multiply-adds of one forward pass of each layer, biases ignored.
 
@@ -169,9 +197,7 @@ def multiply_adds(n: int, dim: int, kernel_size: int = 3) -> dict:
     weights @ V (2 n^2 d in all, 4 n^2 d floating-point operations); the
     table's O(n^2 d) is the second term, which dominates once n > 1.5 d.
     """
-    require_int("n", n, 1)
-    require_int("dim", dim, 1)
-    k, d = _check_kernel(kernel_size), dim
+    k, d = kernel_size, dim
     sa = 3 * n * d**2 + 2 * n**2 * d  # projections, then Q K^T and A V
     return {"CNN": k * n * d**2, "RNN": 2 * n * d**2, "self-attention": sa}
 
@@ -283,6 +309,7 @@ def time_layers(
     min_seconds: float = 2e-3,
     statistic: str = "median",
     clock: str = "wall",
+    warmup_calls: int = 3,
 ) -> dict:
     """Median (or fastest) forward time (s) of each comparison layer for every
     length in ``lengths``.
@@ -299,9 +326,15 @@ def time_layers(
     ``clock="cpu"`` (only with ``threads=1``) measures the processor time of
     the calling thread (``time.thread_time``), which does not count the time
     the thread waits while other programs run; ``clock="wall"`` measures
-    elapsed time (``time.perf_counter``). Returns {name: [seconds per length]}.
+    elapsed time (``time.perf_counter``). Before any timing, every layer runs
+    ``warmup_calls`` times at every length, untimed, so that one-time costs
+    (allocations, first-call set-up) do not land in the first samples; and
+    each sample starts after one more untimed call, so a short call does not
+    pay for the caches a long call before it emptied.
+    Returns {name: [seconds per length]}.
     """
     require_int("repeats", repeats, 1)
+    require_int("warmup_calls", warmup_calls, 0)
     if statistic not in ("median", "min"):
         raise ValueError(
             f"statistic must be 'median' or 'min', got {statistic!r}"
@@ -323,6 +356,9 @@ def time_layers(
     jobs = [(name, i) for name in layers for i in range(len(lengths))]
     samples = {job: [] for job in jobs}
     with torch_threads(threads), torch.inference_mode():
+        for _ in range(warmup_calls):  # first calls pay one-time costs
+            for name, i in jobs:
+                layers[name](inputs[i])
         numbers = {
             (name, i): calls_per_sample(
                 lambda f=layers[name], x=inputs[i]: f(x), min_seconds
@@ -331,6 +367,7 @@ def time_layers(
         }
         for _ in range(repeats):
             for name, i in jobs:
+                layers[name](inputs[i])  # untimed: caches refilled
                 samples[name, i].append(
                     mean_call_time(
                         lambda f=layers[name], x=inputs[i]: f(x),

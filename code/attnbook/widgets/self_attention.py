@@ -50,22 +50,13 @@ def word_vector(word: str, dim: int = 16, seed: int = 0) -> torch.Tensor:
 
 @lru_cache(maxsize=8)
 def toy_self_attention(dim: int = 16, seed: int = 0) -> SelfAttention:
-    """A seeded ``SelfAttention(dim)`` whose queries and keys share one
-    projection.
-
-    With W_k = W_q = W the scores x_i W W^T x_j^T / sqrt(d) are symmetric and a
-    token's score with itself, |x_i W|^2 / sqrt(d), is never negative; that
-    often, but not always, makes its own column the largest of its row (a token
-    whose projection is longer and points in a similar direction can score
-    higher). Built once per (dim, seed) and reused.
-    """
+    """A seeded ``SelfAttention(dim)``, the standard layer with its own
+    W_q, W_k and W_v, untrained. Built once per (dim, seed) and reused."""
     with (
         keep_global_rng()
     ):  # seeded here; the reader's random stream is left as it was
         torch.manual_seed(seed)
         layer = SelfAttention(dim)
-    with torch.no_grad():
-        layer.key_proj.weight.copy_(layer.query_proj.weight)
     return layer.eval()
 
 
