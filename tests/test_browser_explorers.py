@@ -78,6 +78,10 @@ EXPLORERS = {
         'decoding_explorer(lm, prompt="If the file does not ex", temperature=1.0)',
     ),
     "13_attention_at_inference": ("kv_cache", "kv_cache_explorer()"),
+    "14_what_heads_learn": (
+        "induction",
+        "induction_training_explorer(models, induction_history, step=700)",
+    ),
 }
 
 
@@ -118,6 +122,11 @@ def _arguments(module_name: str) -> dict:
         from attnbook.tasks.language_model import pretrained_language_model
 
         return {"lm": pretrained_language_model()}
+    if module_name == "induction":
+        from attnbook.tasks.induction import pretrained_induction_models
+
+        models, induction_history = pretrained_induction_models()
+        return {"models": models, "induction_history": induction_history}
     return {}
 
 
