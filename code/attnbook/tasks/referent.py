@@ -26,6 +26,7 @@ from .._checks import (
     require_int,
     require_int_in,
     require_text,
+    restores_rng_on_error,
     seeded,
     seeded_generator,
 )
@@ -138,6 +139,7 @@ class ReferentModel(nn.Module):
     (every position from it_index + 4 on) is masked out.
     """
 
+    @restores_rng_on_error
     def __init__(self, d_model: int = 16):
         super().__init__()
         require_int("d_model", d_model, 2)
