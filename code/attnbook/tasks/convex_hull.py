@@ -5,7 +5,6 @@ of points, answered with pointers; the trained model ships as pinned weights
 import io
 
 import torch
-from torch import nn
 
 from .._checks import (
     keep_global_rng,
@@ -18,6 +17,7 @@ from .._checks import (
 from .._weights import load_pinned
 from ..measure.threads import torch_threads
 from ..nn.hull_pointer import PAD, HullPointerNetwork
+from .sorting import teacher_forced_training
 
 PRETRAINED_FILE = "hull_pointer.pt"
 # SHA-256 of the shipped attnbook/data/hull_pointer.pt; pretrained_hull_pointer
@@ -115,28 +115,11 @@ def train_hull_pointer(
     with torch_threads(threads), seeded(seed):
         model = HullPointerNetwork(hidden_dim)
         generator = seeded_generator(seed)
-        optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-        decay = (final_lr / lr) ** (1.0 / max(steps - 1, 1))
-        schedule = torch.optim.lr_scheduler.ExponentialLR(optimizer, decay)
-        iterator = range(steps)
-        if progress:
-            from tqdm.auto import tqdm
-
-            iterator = tqdm(iterator, desc="training", mininterval=0.5)
-        losses = []
-        model.train()
-        for _ in iterator:
-            n = int(
-                torch.randint(min_len, max_len + 1, (1,), generator=generator)
-            )
-            points, target = hull_batch(batch_size, n, generator)
-            loss = model.loss(points, target)
-            optimizer.zero_grad()
-            loss.backward()
-            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            schedule.step()
-            losses.append(loss.item())
+        losses = teacher_forced_training(
+            model, hull_batch, generator, steps=steps, batch_size=batch_size,
+            lengths=(min_len, max_len), lr=lr, final_lr=final_lr,
+            progress=progress,
+        )  # fmt: skip
     return model.eval(), losses
 
 

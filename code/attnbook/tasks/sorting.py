@@ -190,31 +190,46 @@ def train_sorter(
         else:
             model = PositionClassifier(hidden_dim, max_positions)
         generator = seeded_generator(seed)
-        optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-        decay = (final_lr / lr) ** (1.0 / max(steps - 1, 1))
-        schedule = torch.optim.lr_scheduler.ExponentialLR(
-            optimizer, gamma=decay
-        )
-        iterator = range(steps)
-        if progress:
-            from tqdm.auto import tqdm
-
-            iterator = tqdm(iterator, desc="training", mininterval=0.5)
-        losses = []
-        model.train()
-        for _ in iterator:
-            n = int(
-                torch.randint(min_len, max_len + 1, (1,), generator=generator)
-            )
-            x, target = sorting_batch(batch_size, n, generator)
-            loss = model.loss(x, target)
-            optimizer.zero_grad()
-            loss.backward()
-            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            schedule.step()
-            losses.append(loss.item())
+        losses = teacher_forced_training(
+            model, sorting_batch, generator, steps=steps,
+            batch_size=batch_size, lengths=(min_len, max_len), lr=lr,
+            final_lr=final_lr, progress=progress,
+        )  # fmt: skip
     return model.eval(), losses
+
+
+def teacher_forced_training(
+    model, draw_batch, generator, *, steps, batch_size, lengths, lr,
+    final_lr, progress=False,
+) -> list:  # fmt: skip
+    """The pointer networks' training loop (the sorter, the baseline, the
+    convex hull): every step one n uniform in ``lengths`` (low, high), a
+    batch ``draw_batch(batch_size, n, generator)`` -> (inputs, targets), the
+    model's teacher-forced ``loss``; Adam with the learning rate decaying
+    exponentially from ``lr`` to ``final_lr``, gradients clipped at norm 1.
+    Returns the list of the ``steps`` training losses."""
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    decay = (final_lr / lr) ** (1.0 / max(steps - 1, 1))
+    schedule = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=decay)
+    iterator = range(steps)
+    if progress:
+        from tqdm.auto import tqdm
+
+        iterator = tqdm(iterator, desc="training", mininterval=0.5)
+    losses = []
+    model.train()
+    low, high = lengths
+    for _ in iterator:
+        n = int(torch.randint(low, high + 1, (1,), generator=generator))
+        inputs, target = draw_batch(batch_size, n, generator)
+        loss = model.loss(inputs, target)
+        optimizer.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        schedule.step()
+        losses.append(loss.item())
+    return losses
 
 
 def _check_saving(model, path, info) -> None:
