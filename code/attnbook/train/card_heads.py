@@ -11,10 +11,7 @@ h in HEAD_COUNTS and seed in SEEDS, on one thread: about two seconds each,
 a minute or two in all. Two runs on one machine write the same file.
 """
 
-import argparse
-import hashlib
 import time
-from pathlib import Path
 
 import torch
 
@@ -25,15 +22,11 @@ from ..experiments.head_count import (
     run_head_count,
     sweep_json,
 )
+from ._results import results_parser, write_pinned
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=Path(__file__).resolve().parents[1] / "data" / HEAD_SWEEP_FILE,
-    )
+    parser = results_parser(__doc__.splitlines()[0], HEAD_SWEEP_FILE)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     records = []
@@ -52,11 +45,11 @@ def main(argv=None) -> None:
             )
             records.append(record)
     text = sweep_json(records)
-    args.out.write_text(text)
-    print(
-        f"wrote {args.out}; SHA-256 (pin it as HEAD_SWEEP_SHA256 in "
-        "attnbook/experiments/head_count.py): "
-        f"{hashlib.sha256(text.encode()).hexdigest()}"
+    write_pinned(
+        args.out,
+        text,
+        "HEAD_SWEEP_SHA256",
+        "attnbook/experiments/head_count.py",
     )
 
 

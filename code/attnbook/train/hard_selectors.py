@@ -11,35 +11,26 @@ baseline, on one thread (float64, seeded generators), so the file does not
 depend on the machine.
 """
 
-import argparse
-import hashlib
 import time
-from pathlib import Path
 
 import torch
 
 from ..experiments.hard_training import HARD_SELECTORS_FILE, run_sweep
+from ._results import results_parser, write_pinned
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=Path(__file__).resolve().parents[1]
-        / "data"
-        / HARD_SELECTORS_FILE,
-    )
+    parser = results_parser(__doc__.splitlines()[0], HARD_SELECTORS_FILE)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     start = time.perf_counter()
     text = run_sweep()
-    args.out.write_text(text)
-    print(
-        f"{time.perf_counter() - start:.0f} s; wrote {args.out}; SHA-256 "
-        "(pin it as HARD_SELECTORS_SHA256 in "
-        "attnbook/experiments/hard_training.py): "
-        f"{hashlib.sha256(text.encode()).hexdigest()}"
+    print(f"{time.perf_counter() - start:.0f} s")
+    write_pinned(
+        args.out,
+        text,
+        "HARD_SELECTORS_SHA256",
+        "attnbook/experiments/hard_training.py",
     )
 
 

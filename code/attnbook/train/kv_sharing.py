@@ -12,11 +12,8 @@ own process, so the result does not depend on ``--jobs``. Each takes about as
 long as the chapter 12 model (15 to 20 minutes here).
 """
 
-import argparse
-import hashlib
 import multiprocessing
 import time
-from pathlib import Path
 
 import torch
 
@@ -26,6 +23,7 @@ from ..experiments.kv_sharing import (
     results_json,
     run_variant,
 )
+from ._results import results_parser, write_pinned
 
 
 def _run(name: str) -> dict:
@@ -42,24 +40,19 @@ def _run(name: str) -> dict:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = results_parser(__doc__.splitlines()[0], KV_SHARING_FILE)
     parser.add_argument("--only", nargs="+", choices=sorted(VARIANTS))
     parser.add_argument("--jobs", type=int, default=1)
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=Path(__file__).resolve().parents[1] / "data" / KV_SHARING_FILE,
-    )
     args = parser.parse_args(argv)
     names = args.only or list(VARIANTS)
     with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
         records = pool.map(_run, names, chunksize=1)
     text = results_json(records)
-    args.out.write_text(text)
-    print(
-        f"wrote {args.out}; SHA-256 (pin it as KV_SHARING_SHA256 in "
-        "attnbook/experiments/kv_sharing.py): "
-        f"{hashlib.sha256(text.encode()).hexdigest()}"
+    write_pinned(
+        args.out,
+        text,
+        "KV_SHARING_SHA256",
+        "attnbook/experiments/kv_sharing.py",
     )
 
 

@@ -11,10 +11,7 @@ run is on one thread, so two runs on one machine write the same file (compare
 the printed SHA-256). Six runs of 600 steps take about ten minutes here.
 """
 
-import argparse
-import hashlib
 import time
-from pathlib import Path
 
 import torch
 
@@ -26,17 +23,11 @@ from ..experiments.luong_bahdanau import (
     results_json,
     run,
 )
+from ._results import results_parser, write_pinned
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=Path(__file__).resolve().parents[1]
-        / "data"
-        / LUONG_BAHDANAU_FILE,
-    )
+    parser = results_parser(__doc__.splitlines()[0], LUONG_BAHDANAU_FILE)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     held_out = held_out_dates()
@@ -53,11 +44,11 @@ def main(argv=None) -> None:
                 flush=True,
             )
     text = results_json(records)
-    args.out.write_text(text)
-    print(
-        f"wrote {args.out}; SHA-256 (pin it as LUONG_BAHDANAU_SHA256 in "
-        "attnbook/experiments/luong_bahdanau.py): "
-        f"{hashlib.sha256(text.encode()).hexdigest()}"
+    write_pinned(
+        args.out,
+        text,
+        "LUONG_BAHDANAU_SHA256",
+        "attnbook/experiments/luong_bahdanau.py",
     )
 
 
