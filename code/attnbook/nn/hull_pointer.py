@@ -10,14 +10,12 @@ out, except the first one, which may be chosen again (to close the polygon)
 once at least three vertices are out.
 """
 
-import math
-
 import torch
 from torch import nn
 
 from .._checks import require_float, require_int, restores_rng_on_error
 from ..core.masking import masked_softmax
-from ..core.scoring import AdditiveScore
+from .pointer import add_pointer_layers
 
 PAD = -1  # fills an output after the polygon has closed
 MIN_VERTICES = 3  # the first vertex may close the polygon after this many
@@ -62,15 +60,7 @@ class HullPointerNetwork(nn.Module):
     def __init__(self, hidden_dim: int = 64):
         super().__init__()
         self.hidden_dim = require_int("hidden_dim", hidden_dim)
-        self.embed = nn.Linear(2, hidden_dim)  # one point -> a vector
-        self.encoder = nn.LSTM(hidden_dim, hidden_dim, batch_first=True)
-        self.decoder = nn.LSTM(hidden_dim, hidden_dim, batch_first=True)
-        self.start = nn.Parameter(
-            torch.randn(hidden_dim) / math.sqrt(hidden_dim)
-        )
-        self.pointer = AdditiveScore(
-            query_dim=hidden_dim, key_dim=hidden_dim, hidden_dim=hidden_dim
-        )
+        add_pointer_layers(self, 2, hidden_dim)  # one point -> a vector
 
     def teacher_forced_scores(self, points, target):
         """Pointer scores (B, L, n) when step t is fed the true vertex of

@@ -159,6 +159,24 @@ def not_chosen_mask(target: torch.Tensor) -> torch.Tensor:
     return step_of.unsqueeze(1) >= steps.unsqueeze(2)
 
 
+def add_pointer_layers(module: nn.Module, input_dim: int, hidden_dim: int):
+    """The layers of a pointer network (this module's and the convex hull's):
+    ``embed`` (an input of ``input_dim`` numbers -> a vector), the LSTM
+    ``encoder`` and ``decoder``, ``start`` (the input of step 0: nothing
+    chosen yet, the source's h_0 symbol) and ``pointer``, the additive score
+    v^T tanh(W_q s_t + W_k e_j) of the decoder state (query) against the
+    encoder states (keys)."""
+    module.embed = nn.Linear(input_dim, hidden_dim)
+    module.encoder = nn.LSTM(hidden_dim, hidden_dim, batch_first=True)
+    module.decoder = nn.LSTM(hidden_dim, hidden_dim, batch_first=True)
+    module.start = nn.Parameter(
+        torch.randn(hidden_dim) / math.sqrt(hidden_dim)
+    )
+    module.pointer = AdditiveScore(
+        query_dim=hidden_dim, key_dim=hidden_dim, hidden_dim=hidden_dim
+    )
+
+
 class PointerNetwork(nn.Module):
     """LSTM encoder, LSTM decoder and an additive pointer over the input
     positions.
@@ -175,19 +193,7 @@ class PointerNetwork(nn.Module):
         require_int("hidden_dim", hidden_dim)
         require_weights_fit("PointerNetwork", (20 * hidden_dim, hidden_dim))
         self.hidden_dim = hidden_dim
-        self.embed = nn.Linear(1, hidden_dim)  # one number -> a vector
-        self.encoder = nn.LSTM(hidden_dim, hidden_dim, batch_first=True)
-        self.decoder = nn.LSTM(hidden_dim, hidden_dim, batch_first=True)
-        # The special input of step 0 (the source's h_0 symbol): nothing chosen
-        # yet.
-        self.start = nn.Parameter(
-            torch.randn(hidden_dim) / math.sqrt(hidden_dim)
-        )
-        # score(s_t, e_j) = v^T tanh(W_q s_t + W_k e_j): keys = encoder states,
-        # query = decoder state.
-        self.pointer = AdditiveScore(
-            query_dim=hidden_dim, key_dim=hidden_dim, hidden_dim=hidden_dim
-        )
+        add_pointer_layers(self, 1, hidden_dim)  # one number -> a vector
 
     def encode(self, x: torch.Tensor):
         """Run the encoder. x: (B, n). Returns (states (B, n, H), final (h,
