@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 from matplotlib.patches import Rectangle
 
 from .._checks import is_finite_number
-from .diagrams import _arrow, _box
+from .diagrams import _arrow, _box, weight_line
 from .figures import require_figsize
 
 _QUERY, _KEY, _VALUE, _OUTPUT = "#e6f2e1", "#dbe9f6", "#fde8cf", "#fbe3e1"
@@ -101,14 +101,11 @@ def draw_attention_steps(weights=(0.1, 0.55, 0.3, 0.05), figsize=(6.7, 3.0)):
         _box(
             ax, columns["values"], y, 0.9, 0.6, f"$\\mathbf{{v}}_{i}$", _VALUE
         )
-        ax.plot(
-            [columns["values"] + 0.46, columns["output"] - 0.86],
-            [y, output_y],
-            color="tab:red",
-            linewidth=0.5 + 6 * w,
-            alpha=0.8,
-            solid_capstyle="round",
-            zorder=1,
+        weight_line(
+            ax,
+            (columns["values"] + 0.46, y),
+            (columns["output"] - 0.86, output_y),
+            w,
         )
     ax.text(
         (columns["scores"] + columns["weights"]) / 2, -0.55,

@@ -54,6 +54,20 @@ def _arrow(ax, start, end):
     )
 
 
+def weight_line(ax, start, end, weight: float):
+    """A line from ``start`` to ``end`` (x, y) as wide as an attention
+    weight: how the diagrams show where the weighted average draws from."""
+    ax.plot(
+        [start[0], end[0]],
+        [start[1], end[1]],
+        color="tab:red",
+        linewidth=0.5 + 6 * weight,
+        alpha=0.8,
+        solid_capstyle="round",
+        zorder=1,
+    )
+
+
 def _feature_strip(ax, x, y, width, height, num_heads, alpha=0.55):
     """A row of ``num_heads`` coloured blocks: the d_model features cut into
     heads of d_k."""
@@ -630,15 +644,7 @@ def draw_bahdanau_step(weights=(0.1, 0.6, 0.2, 0.1), figsize=(6.6, 4.2)):
     )
     context = (5.4, 3.6)
     for j, (x, w) in enumerate(zip(xs, weights), start=1):
-        ax.plot(
-            [x, context[0]],
-            [1.9, context[1] - 0.3],
-            color="tab:red",
-            linewidth=0.5 + 6 * w,
-            alpha=0.8,
-            solid_capstyle="round",
-            zorder=1,
-        )
+        weight_line(ax, (x, 1.9), (context[0], context[1] - 0.3), w)
         ax.text(
             x - 0.12,
             2.0,
