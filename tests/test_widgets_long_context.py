@@ -47,10 +47,12 @@ def test_ntk_keeps_the_fastest_pair_and_scales_the_slowest_by_s():
     assert view["ratio"][-1].item() == pytest.approx(1 / 8)
 
 
-def test_scores_start_at_one():
+def test_scores_are_the_mean_cosine_of_the_angles():
     view = rope_scaling_view("ntk", 2)
-    assert view["score"][0].item() == pytest.approx(1.0)
-    assert view["score_scaled"][0].item() == pytest.approx(1.0)
+    for key, theta in (("score", "original"), ("score_scaled", "scaled")):
+        angles = view["distances"][:, None] * view[theta]
+        torch.testing.assert_close(view[key], angles.cos().mean(-1))
+    assert view["distances"][0].item() == pytest.approx(1.0)
 
 
 @pytest.mark.parametrize(
