@@ -272,3 +272,14 @@ def test_window_hides_the_far_keys_only():
         model(tokens, window=4)[:, -1], model(changed, window=4)[:, -1]
     )
     assert not torch.allclose(model(tokens)[:, -1], model(changed)[:, -1])
+
+
+def test_bad_arguments_of_the_lab_are_named():
+    with pytest.raises(ValueError, match="length"):
+        lab.accuracy(_model("rope"), 20)
+    with pytest.raises(ValueError, match="rope"):
+        lab.finetune_rope(_model("alibi"), "linear", steps=0)
+    with pytest.raises(ValueError, match="distances"):
+        rope_score_by_distance(rope_frequencies(8), torch.ones(2, 2))
+    with pytest.raises(TypeError, match="frequencies"):
+        rope_score_by_distance([1.0], torch.arange(3))

@@ -283,6 +283,22 @@ def rope_score_by_distance(
     distributed features. frequencies: (d/2,); distances: (m,). Returns
     (m,) float64, 1 at distance 0.
     """
+    for name, value in (
+        ("frequencies", frequencies),
+        ("distances", distances),
+    ):
+        require_tensor(name, value)
+        if value.dim() != 1 or value.is_complex() or value.dtype == torch.bool:
+            raise ValueError(
+                f"{name} must be a 1-d real tensor, got {value.dtype} of "
+                f"shape {tuple(value.shape)}"
+            )
+    require_matrix_fits(
+        "the angles",
+        (len(distances), len(frequencies)),
+        torch.float64,
+        hint="use fewer distances, or",
+    )
     angle = distances.to(torch.float64)[:, None] * frequencies.to(
         torch.float64
     )
@@ -307,7 +323,13 @@ def t5_buckets(
     """
     require_int("num_buckets", num_buckets, minimum=2)
     require_int("max_distance", max_distance, minimum=num_buckets // 2 + 1)
-    if distances.is_floating_point() or (distances < 0).any():
+    require_tensor("distances", distances)
+    if (
+        distances.is_floating_point()
+        or distances.is_complex()
+        or distances.dtype == torch.bool
+        or (distances < 0).any()
+    ):
         raise ValueError("distances must be integers >= 0")
     exact = num_buckets // 2
     d = distances.to(torch.int64)

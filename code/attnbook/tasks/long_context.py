@@ -152,6 +152,11 @@ def finetune_rope(
     (steps = 0: the scaling alone). Batches from a generator seeded
     ``seed + 101``, never an evaluation seed."""
     require_int("steps", steps, minimum=0)
+    if getattr(model, "scheme", None) != "rope":
+        raise ValueError(
+            "finetune_rope needs a trained 'rope' PositionSchemeTransformer, "
+            f"got {type(model).__name__}"
+        )
     with single_thread(), keep_global_rng():
         copy = build_model("rope")
         copy.load_state_dict(model.state_dict())
@@ -181,6 +186,9 @@ def eval_generator(length: int) -> torch.Generator:
 def accuracy(model, length: int, batches=4, batch_size=16) -> float:
     """The fraction of predictable tokens whose most likely prediction is
     right, on the evaluation batches at ``length`` positions."""
+    require_int("length", length, minimum=2 * TASK["period"][1])
+    require_int("batches", batches)
+    require_int("batch_size", batch_size)
     generator = eval_generator(length)
     right = total = 0
     with single_thread():
