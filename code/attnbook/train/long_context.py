@@ -5,6 +5,8 @@
     python -m attnbook.train.long_context --jobs 2
     # elsewhere (e.g. to compare digests)
     python -m attnbook.train.long_context --jobs 2 --out-dir /tmp/lc
+    # re-evaluate the shipped seed-0 models against the shipped accuracies
+    python -m attnbook.train.long_context --check
 
 Each run is ``run_scheme(scheme, seed)`` of ``attnbook.tasks.long_context``
 (``TRAINING_RECIPE`` at n = 64, then accuracy at every length of
@@ -35,6 +37,9 @@ from ..tasks.long_context import (
     SEEDS,
     TASK,
     TRAINING_RECIPE,
+    accuracy_by_length,
+    pretrained_models,
+    pretrained_results,
     run_scheme,
 )
 
@@ -55,6 +60,22 @@ def _run(job: tuple) -> dict:
     return record
 
 
+def check() -> None:
+    """Re-evaluate the shipped seed-0 models; print the largest gap to
+    the shipped accuracies."""
+    torch.set_num_threads(1)
+    models, results = pretrained_models(), pretrained_results()
+    for run in results["runs"]:
+        if run["seed"] != SEEDS[0]:
+            continue
+        measured = accuracy_by_length(models[run["scheme"]])
+        gap = max(abs(measured[n] - run["accuracy"][str(n)]) for n in LENGTHS)
+        print(
+            f"{run['scheme']:11} largest gap to the shipped accuracies: "
+            f"{gap:.4f}"
+        )
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=1)
@@ -63,7 +84,15 @@ def main(argv=None) -> None:
         type=Path,
         default=Path(__file__).resolve().parents[1] / "data",
     )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="only re-evaluate the shipped seed-0 models",
+    )
     args = parser.parse_args(argv)
+    if args.check:
+        check()
+        return
     # the RoPE runs (training, then scalings and fine-tunes) take longest:
     # first, so that two processes finish together
     order = ("rope",) + tuple(s for s in SCHEMES if s != "rope")
