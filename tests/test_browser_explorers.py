@@ -82,6 +82,7 @@ EXPLORERS = {
         "induction",
         "induction_training_explorer(models, induction_history, step=700)",
     ),
+    "15_long_context_positions": ("long_context", "rope_scaling_explorer()"),
 }
 
 
