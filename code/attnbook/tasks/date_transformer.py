@@ -14,6 +14,7 @@ from .._checks import (
 )
 from .._weights import load_pinned
 from ..measure.parameters import count_parameters
+from ..nn.beam_search import beam_search
 from ..nn.decoder import EncoderDecoderTransformer
 
 DATE_TRANSFORMER_FILE = "date_transformer.pt"
@@ -119,6 +120,22 @@ class DateTransformer:
                 weights[:, i, :, :steps, : int(lengths[i])].clone()
             )
         return outputs, per_input
+
+    @torch.no_grad()
+    def translate_beam(self, strings, beam_width: int = 4):
+        """Translate a list of strings with beam search
+        (``attnbook.nn.beam_search.beam_search``) of width ``beam_width``;
+        ``beam_width=1`` gives what ``translate`` gives."""
+        require_int("beam_width", beam_width)
+        strings, src, lengths = self.source_vocab.encode_for_translation(
+            strings
+        )
+        if not strings:
+            return []
+        tokens, _ = beam_search(
+            self.model, src, lengths, beam_width, self.max_steps
+        )
+        return self.target_vocab.decode(tokens)
 
 
 def date_accuracy(
