@@ -206,3 +206,72 @@ def test_explorer_shows_the_figure_of_the_current_controls():
 def test_vocabulary():
     assert VOCAB[:4] == ("[PAD]", "[CLS]", "A", "B")
     assert len(set(VOCAB)) == len(VOCAB)
+
+
+def test_held_out_batch_is_disjoint_from_the_training_stream():
+    from attnbook.tasks.order_classifier import (
+        TRAINING_RECIPE,
+        held_out_batch,
+        training_sequences,
+    )
+
+    recipe = TRAINING_RECIPE
+    seen = training_sequences(
+        recipe["steps"], recipe["batch_size"], recipe["seed"]
+    )
+    # rebuild the stream the way train_order_classifier draws it
+    generator = torch.Generator().manual_seed(recipe["seed"] + 1)
+    stream = set()
+    for _ in range(recipe["steps"]):
+        tokens, lens, _ = order_batch(
+            recipe["batch_size"], generator=generator
+        )
+        stream.update(
+            tuple(row[:n]) for row, n in zip(tokens.tolist(), lens.tolist())
+        )
+    assert seen == stream
+    tokens, lens, labels = held_out_batch(
+        2000, seen, generator=torch.Generator().manual_seed(123)
+    )
+    assert tokens.shape == (2000, 24) and lens.shape == labels.shape == (2000,)
+    held = [tuple(row[:n]) for row, n in zip(tokens.tolist(), lens.tolist())]
+    assert not set(held) & stream  # disjoint from training
+    assert len(set(held)) == 2000  # and no sequence twice
+    a_first = [
+        row.index(TOKEN_ID["A"]) < row.index(TOKEN_ID["B"]) for row in held
+    ]
+    assert labels.tolist() == [int(a) for a in a_first]
+    # the plain draw of the same seed does overlap: the test can fail
+    plain = order_batch(2000, generator=torch.Generator().manual_seed(123))
+    plain_rows = zip(plain[0].tolist(), plain[1].tolist())
+    assert any(tuple(row[:n]) in stream for row, n in plain_rows)
+    with pytest.raises(TypeError, match="exclude must be a set"):
+        held_out_batch(4, list(seen))
+
+
+def test_without_heads_removes_only_the_chosen_heads():
+    from attnbook.tasks.order_classifier import without_heads
+
+    model = _model()
+    tokens, lens, _ = order_batch(
+        16, generator=torch.Generator().manual_seed(1)
+    )
+    before = [p.clone() for p in model.parameters()]
+    none_removed = without_heads(model, [])
+    with torch.no_grad():
+        assert torch.equal(none_removed(tokens, lens), model(tokens, lens))
+        ablated = without_heads(model, [(1, 2)])
+        assert not torch.allclose(ablated(tokens, lens), model(tokens, lens))
+    assert all(torch.equal(p, q) for p, q in zip(before, model.parameters()))
+    weight = ablated.encoder.blocks[1].self_attn.out_proj.weight
+    assert (weight[:, 16:24] == 0).all() and (weight[:, :16] != 0).all()
+    # a removed head's weights no longer matter
+    with torch.no_grad():
+        ablated.encoder.blocks[1].self_attn.in_proj_weight[16:24] += 1.0
+        changed = ablated(tokens, lens)
+        again = without_heads(model, [(1, 2)])(tokens, lens)
+    assert torch.allclose(changed, again)
+    with pytest.raises(ValueError, match=r"no head \(2, 0\)"):
+        without_heads(model, [(2, 0)])
+    with pytest.raises(TypeError, match="CLSClassifier"):
+        without_heads(torch.nn.Linear(2, 2), [])

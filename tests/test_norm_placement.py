@@ -19,6 +19,7 @@ from attnbook.experiments.norm_placement import (
     warmup_schedule,
 )
 from attnbook.nn.encoder import LayerNorm, padding_mask
+from attnbook.tasks.order_classifier import order_batch
 
 
 def _torch_layer(norm_first, seed=0, d=8, heads=2, ffn=16):
@@ -165,3 +166,44 @@ def test_shipped_results_are_complete_and_reproducible():
     assert again["eval_accuracy"] == pytest.approx(
         run["eval_accuracy"], abs=2e-3
     )
+
+
+def test_gradient_norms_at_init_one_per_block_and_seeded():
+    from attnbook.experiments.norm_placement import gradient_norms_at_init
+
+    state = torch.get_rng_state()
+    post = gradient_norms_at_init("post-LN", 3, seed=4, batch_size=8)
+    pre = gradient_norms_at_init("pre-LN", 3, seed=4, batch_size=8)
+    assert torch.equal(state, torch.get_rng_state())
+    assert len(post) == len(pre) == 3
+    assert all(g > 0 for g in post + pre)
+    assert post != pre  # same weights, different placement
+    assert post == gradient_norms_at_init("post-LN", 3, seed=4, batch_size=8)
+    # by hand: the gradient of the last block's W_2
+    model = placement_classifier("post-LN", 4, num_layers=3).double()
+    tokens, lens, labels = order_batch(
+        8, generator=torch.Generator().manual_seed(4)
+    )
+    torch.nn.functional.cross_entropy(model(tokens, lens), labels).backward()
+    by_hand = model.encoder.blocks[2].ffn.linear2.weight.grad.norm().item()
+    assert post[2] == pytest.approx(by_hand, rel=1e-9)
+
+
+def test_format_table_shows_every_seed_of_every_setting():
+    from attnbook.experiments.norm_placement import format_table
+
+    results = load_comparison()
+    text = format_table(results)
+    table = summarize(results)
+    lines = text.splitlines()
+    for (placement, warmup), rows in table.items():
+        mine = [
+            line
+            for line in lines
+            if line.startswith(f"{placement:9} {warmup:>7} |")
+        ]
+        assert len(mine) == (len(results["lrs"]) + 1) // 2
+        shown = " ".join(mine)
+        for _, values in rows:
+            assert " ".join(f"{v:.3f}" for v in values) in shown
+    assert all(len(line) <= 79 and line == line.rstrip() for line in lines)

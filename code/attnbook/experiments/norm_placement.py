@@ -38,7 +38,12 @@ from .._checks import (
 )
 from ..measure.threads import single_thread
 from ..nn.encoder import LayerNorm, TransformerEncoderBlock
-from ..tasks.order_classifier import CLSClassifier, order_batch
+from ..tasks.order_classifier import (
+    CLSClassifier,
+    held_out_batch,
+    order_batch,
+    training_sequences,
+)
 
 PLACEMENTS = ("post-LN", "pre-LN")
 RESULTS_FILE = (
@@ -135,6 +140,31 @@ def _seeded_placement_classifier(
     return model
 
 
+def gradient_norms_at_init(
+    placement: str, num_layers: int, seed: int = 0, batch_size: int = 64
+) -> list:
+    """Gradient norm of each block's second FFN weight W_2 at initialisation.
+
+    The quantity of Xiong et al. (2020), Theorem 1 and Figure 3: the
+    Frobenius norm of dLoss/dW_2 in block 1 .. ``num_layers`` (a list, first
+    block first) of a fresh ``placement_classifier(placement, seed,
+    num_layers=num_layers)``, in float64, for the cross-entropy of one
+    ``order_batch(batch_size)`` drawn with a generator seeded ``seed``.
+    Torch's global random state is left alone.
+    """
+    require_int("num_layers", num_layers)
+    model = placement_classifier(placement, seed, num_layers=num_layers)
+    model = model.to(torch.float64).train()
+    generator = torch.Generator().manual_seed(seed)
+    tokens, lens, labels = order_batch(batch_size, generator=generator)
+    with single_thread():
+        F.cross_entropy(model(tokens, lens), labels).backward()
+    return [
+        block.ffn.linear2.weight.grad.norm().item()
+        for block in model.encoder.blocks
+    ]
+
+
 def warmup_schedule(step: int, steps: int, warmup: int) -> float:
     """Learning-rate factor at ``step`` (0-based): linear rise over
     ``warmup`` steps, then linear decay to 0."""
@@ -169,7 +199,8 @@ def train_placement(
     on ``seed``, so both placements see the same data from the same start. Runs
     on one thread. Returns {"loss": [per-step training loss], "eval_loss":
     held-out cross-entropy, "eval_accuracy": held-out accuracy} on
-    ``eval_size`` sequences of a fixed seed.
+    ``eval_size`` sequences of a fixed seed, none of them in the run's
+    training batches (``held_out_batch``).
     """
     require_training(lr=lr, steps=steps, warmup=warmup, batch_size=batch_size)
     require_int("eval_size", eval_size)
@@ -193,8 +224,10 @@ def train_placement(
                 loss.item() if torch.isfinite(loss) else float("nan")
             )
         model.eval()
-        tokens, lens, labels = order_batch(
-            eval_size, generator=torch.Generator().manual_seed(123)
+        tokens, lens, labels = held_out_batch(
+            eval_size,
+            exclude=training_sequences(steps, batch_size, seed),
+            generator=torch.Generator().manual_seed(123),
         )
         with torch.no_grad():
             logits = model(tokens, lens)
@@ -304,6 +337,23 @@ def summarize(results: dict, key: str = "eval_accuracy") -> dict:
         rows = table.setdefault((run["placement"], run["warmup"]), {})
         rows.setdefault(run["lr"], []).append(run[key])
     return {k: sorted(v.items()) for k, v in table.items()}
+
+
+def format_table(results: dict, key: str = "eval_accuracy") -> str:
+    """``summarize(results, key)`` as text: one line per (placement,
+    warm-up), the value of every seed at each learning rate, two learning
+    rates per block of lines (to fit 79 columns)."""
+    table = summarize(results, key)
+    lrs = results["lrs"]
+    lines = []
+    for start in range(0, len(lrs), 2):
+        part = slice(start, start + 2)
+        header = " | ".join(f"lr {lr:<14g}" for lr in lrs[part])
+        lines += ["", f"{'placement':9} {'warm-up':>7} | {header}".rstrip()]
+        for (placement, warmup), rows in table.items():
+            seeds = [" ".join(f"{v:.3f}" for v in vs) for _, vs in rows[part]]
+            lines.append(f"{placement:9} {warmup:>7} | " + " | ".join(seeds))
+    return "\n".join(lines[1:])
 
 
 if __name__ == "__main__":

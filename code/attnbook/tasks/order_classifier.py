@@ -9,6 +9,7 @@ must use order, and A and B may be far apart. The classifier reads the final
 hidden state of ``[CLS]`` with a linear head, as BERT does.
 """
 
+import copy
 import time
 
 import torch
@@ -120,6 +121,62 @@ def order_batch(
     return tokens, lens, (first < second).long()
 
 
+def training_sequences(
+    steps: int, batch_size: int, seed: int, max_len: int = 24
+) -> set:
+    """Every sequence a training run on fresh batches sees, as tuples of ids.
+
+    The stream of ``train_order_classifier(steps, batch_size, seed=seed)``
+    and of the chapter's placement sweep: ``order_batch(batch_size,
+    max_len)`` once per step, from a generator seeded ``seed + 1``. Each
+    tuple holds the ids of one sequence, [CLS] included, padding left out.
+    """
+    require_int("steps", steps)
+    require_int("seed", seed, minimum=0)
+    generator = torch.Generator().manual_seed(seed + 1)
+    seen = set()
+    for _ in range(steps):
+        tokens, lens, _ = order_batch(batch_size, max_len, generator=generator)
+        seen.update(_as_tuples(tokens, lens))
+    return seen
+
+
+def _as_tuples(tokens, lens) -> list:
+    """One tuple of ids per row of tokens (B, n), cut at its length."""
+    return [tuple(row[:n]) for row, n in zip(tokens.tolist(), lens.tolist())]
+
+
+def held_out_batch(
+    batch_size: int, exclude: set, max_len: int = 24, generator=None
+):
+    """``order_batch`` with no sequence from ``exclude``: evaluation data
+    disjoint from training data.
+
+    exclude: a set of id tuples, e.g. from ``training_sequences``. Draws
+    batches of ``batch_size`` with ``generator`` and keeps the sequences not
+    in ``exclude`` (nor already kept) until ``batch_size`` are kept. Returns
+    tokens (batch_size, max_len), valid_lens (batch_size,), labels
+    (batch_size,) as ``order_batch`` does.
+    """
+    if not isinstance(exclude, (set, frozenset)):
+        raise TypeError(
+            f"exclude must be a set of id tuples, got {type(exclude).__name__}"
+        )
+    kept, seen = [], set(exclude)
+    for _ in range(100):  # every round keeps most of a batch
+        batch = order_batch(batch_size, max_len, generator=generator)
+        for i, sequence in enumerate(_as_tuples(*batch[:2])):
+            if sequence not in seen and len(kept) < batch_size:
+                seen.add(sequence)
+                kept.append([part[i] for part in batch])
+        if len(kept) == batch_size:
+            return tuple(torch.stack(part) for part in zip(*kept))
+    raise ValueError(
+        f"could not draw {batch_size} sequences outside exclude "
+        f"({len(exclude)} sequences) with max_len {max_len}"
+    )
+
+
 def encode(text: str, max_len: int = 64) -> torch.Tensor:
     """Token ids (n,) for a string such as "c d A e B" (spaces optional),
     [CLS] prepended."""
@@ -181,6 +238,34 @@ class CLSClassifier(nn.Module):
         hidden, weights = self.encoder(tokens, valid_lens, return_weights=True)
         logits = self.head(hidden[:, 0])
         return (logits, weights) if return_weights else logits
+
+
+def without_heads(model: "CLSClassifier", heads) -> "CLSClassifier":
+    """A copy of ``model`` with the given heads removed (ablated).
+
+    heads: (layer, head) pairs, both counted from 0. A head is removed by
+    zeroing its columns of the block's output projection W^O, so its
+    weighted values no longer reach the residual stream; everything else
+    is unchanged. ``model`` itself is left alone.
+    """
+    if not isinstance(model, CLSClassifier):
+        raise TypeError(
+            f"model must be a CLSClassifier, got {type(model).__name__}"
+        )
+    blocks = model.encoder.blocks
+    ablated = copy.deepcopy(model)
+    for pair in heads:
+        layer, head = pair
+        if not (0 <= layer < len(blocks) and 0 <= head < blocks[0].num_heads):
+            raise ValueError(
+                f"no head {pair} in a model of {len(blocks)} layers of "
+                f"{blocks[0].num_heads} heads"
+            )
+        attention = ablated.encoder.blocks[layer].self_attn
+        size = attention.out_proj.in_features // blocks[0].num_heads
+        with torch.no_grad():
+            attention.out_proj.weight[:, head * size : (head + 1) * size] = 0
+    return ablated
 
 
 @torch.no_grad()
