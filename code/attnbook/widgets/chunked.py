@@ -162,9 +162,7 @@ def plot_chunked(view: dict):
     # (the left title gives the chunk size).
     left.legend(fontsize=8, loc="upper left")
 
-    right.plot(
-        [], [], drawstyle="steps-pre", color="C3", label="running max m"
-    )
+    right.plot([], [], "s-", color="C3", markersize=3, label="running max m")
     right.set_xlim(-0.02, 1.02)
     right.set_ylim(*_covering(RUNNING_MAX_RANGE, view["maximum"]))
     right.set_xlabel("fraction of the n keys processed")
@@ -209,11 +207,11 @@ def update_chunked_figure(fig, view: dict) -> list:
         f"n = {view['n']:,}, chunk {view['chunk_size']:,}: {memory}"
     )
 
-    # Block k's running max is drawn across the keys it brings, (seen_{k-1},
-    # seen_k] / n; its sum at seen_k / n.
+    # Both statistics after block k, at seen_k / n: a rise of m and the
+    # rescaling of l it causes show at the same block.
     seen = [0.0] + [count / view["n"] for count in view["keys_seen"]]
     (running_max,) = right.lines
-    running_max.set_data(seen, view["maximum"][:1] + view["maximum"])
+    running_max.set_data(seen[1:], view["maximum"])
     (running_sum,) = twin.lines
     running_sum.set_data(seen[1:], view["total"])
     blocks = (

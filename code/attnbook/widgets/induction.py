@@ -11,13 +11,27 @@ import torch
 
 from ..experiments.head_circuits import induction_model_scores, key_heads
 from ..nn.attention_only import AttentionOnlyTransformer
-from ..tasks.induction import chance_loss, repeated_batch
+from ..tasks.induction import (
+    chance_loss,
+    pretrained_induction_models,
+    repeated_batch,
+)
 from ._explorer import buttons_explorer
 from ._live import draws_view
 
 #: the example: 64 tokens, random filler, then a segment of 12 repeated
 EXAMPLE = {"period": 12, "seed": 4}
 _SMOOTH = 25  # the loss curve: the mean of each 25 steps
+
+
+def default_models() -> dict:
+    """The shipped checkpoints, the explorer's usual ``models``."""
+    return pretrained_induction_models()[0]
+
+
+def default_history() -> dict:
+    """The shipped training history, the explorer's usual ``history``."""
+    return pretrained_induction_models()[1]
 
 
 def example_tokens() -> torch.Tensor:
@@ -151,7 +165,8 @@ def update_induction_training_figure(fig, view: dict) -> list:
     loss_ax, *map_axes = fig.axes
     curve = loss_ax.lines[1]
     curve.set_data(*view["curve"])
-    changed = [curve]
+    # the curve crosses the legend's corner: the legend is drawn again on top
+    changed = [curve, loss_ax.get_legend()]
     names = ("previous-token head", "induction head")
     for ax, weights, (layer, head), name, score in zip(
         map_axes, view["maps"], view["heads"], names, view["scores"]
