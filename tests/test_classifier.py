@@ -275,3 +275,5 @@ def test_without_heads_removes_only_the_chosen_heads():
         without_heads(model, [(2, 0)])
     with pytest.raises(TypeError, match="CLSClassifier"):
         without_heads(torch.nn.Linear(2, 2), [])
+    with pytest.raises(TypeError, match="pairs of ints"):
+        without_heads(model, [1])

@@ -255,6 +255,14 @@ def without_heads(model: "CLSClassifier", heads) -> "CLSClassifier":
     blocks = model.encoder.blocks
     ablated = copy.deepcopy(model)
     for pair in heads:
+        if not (
+            isinstance(pair, tuple)
+            and len(pair) == 2
+            and all(isinstance(i, int) for i in pair)
+        ):
+            raise TypeError(
+                f"heads must hold (layer, head) pairs of ints, got {pair!r}"
+            )
         layer, head = pair
         if not (0 <= layer < len(blocks) and 0 <= head < blocks[0].num_heads):
             raise ValueError(
