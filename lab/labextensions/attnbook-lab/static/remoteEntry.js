@@ -87,6 +87,7 @@
     "gu2016": {"author": "Gu et al.", "year": "2016", "title": "Incorporating Copying Mechanism in Sequence-to-Sequence Learning", "url": "https://arxiv.org/abs/1603.06393"},
     "gu2025": {"author": "Gu et al.", "year": "2025", "title": "When Attention Sink Emerges in Language Models: An Empirical View", "url": "https://arxiv.org/abs/2410.10781"},
     "he2016": {"author": "He et al.", "year": "2016", "title": "Deep Residual Learning for Image Recognition", "url": "https://arxiv.org/abs/1512.03385"},
+    "hendrycks2016": {"author": "Hendrycks and Gimpel", "year": "2016", "title": "Gaussian Error Linear Units (GELUs)", "url": "https://arxiv.org/abs/1606.08415"},
     "henry2020": {"author": "Henry et al.", "year": "2020", "title": "Query-Key Normalization for Transformers", "url": "https://arxiv.org/abs/2010.04245"},
     "hochreiter1997": {"author": "Hochreiter and Schmidhuber", "year": "1997", "title": "Long Short-Term Memory", "url": "https://doi.org/10.1162/neco.1997.9.8.1735"},
     "holtzman2020": {"author": "Holtzman et al.", "year": "2020", "title": "The Curious Case of Neural Text Degeneration", "url": "https://arxiv.org/abs/1904.09751"},
@@ -100,6 +101,8 @@
     "kitaev2020": {"author": "Kitaev et al.", "year": "2020", "title": "Reformer: The Efficient Transformer", "url": "https://arxiv.org/abs/2001.04451"},
     "kool2019": {"author": "Kool et al.", "year": "2019", "title": "Attention, Learn to Solve Routing Problems!", "url": "https://arxiv.org/abs/1803.08475"},
     "kwon2023": {"author": "Kwon et al.", "year": "2023", "title": "Efficient Memory Management for Large Language Model Serving with PagedAttention", "url": "https://arxiv.org/abs/2309.06180"},
+    "liu2020a": {"author": "Liu et al.", "year": "2020", "title": "On the Variance of the Adaptive Learning Rate and Beyond", "url": "https://arxiv.org/abs/1908.03265"},
+    "liu2020b": {"author": "Liu et al.", "year": "2020", "title": "Understanding the Difficulty of Training Transformers", "url": "https://aclanthology.org/2020.emnlp-main.463"},
     "liu2024": {"author": "Liu et al.", "year": "2024", "title": "Ring Attention with Blockwise Transformers for Near-Infinite Context", "url": "https://arxiv.org/abs/2310.01889"},
     "loshchilov2019": {"author": "Loshchilov and Hutter", "year": "2019", "title": "Decoupled Weight Decay Regularization", "url": "https://arxiv.org/abs/1711.05101"},
     "luong2015": {"author": "Luong et al.", "year": "2015", "title": "Effective Approaches to Attention-based Neural Machine Translation", "url": "https://arxiv.org/abs/1508.04025"},
@@ -125,6 +128,7 @@
     "shannon1951": {"author": "Shannon", "year": "1951", "title": "Prediction and Entropy of Printed English", "url": "https://doi.org/10.1002/j.1538-7305.1951.tb01366.x"},
     "shaw2018": {"author": "Shaw et al.", "year": "2018", "title": "Self-Attention with Relative Position Representations", "url": "https://arxiv.org/abs/1803.02155"},
     "shazeer2019": {"author": "Shazeer", "year": "2019", "title": "Fast Transformer Decoding: One Write-Head is All You Need", "url": "https://arxiv.org/abs/1911.02150"},
+    "shazeer2020": {"author": "Shazeer", "year": "2020", "title": "GLU Variants Improve Transformer", "url": "https://arxiv.org/abs/2002.05202"},
     "su2024": {"author": "Su et al.", "year": "2024", "title": "RoFormer: Enhanced Transformer with Rotary Position Embedding", "url": "https://arxiv.org/abs/2104.09864"},
     "sutskever2014": {"author": "Sutskever et al.", "year": "2014", "title": "Sequence to Sequence Learning with Neural Networks", "url": "https://arxiv.org/abs/1409.3215"},
     "tay2022": {"author": "Tay et al.", "year": "2022", "title": "Efficient Transformers: A Survey", "url": "https://arxiv.org/abs/2009.06732"},
@@ -142,6 +146,7 @@
     "xiong2020": {"author": "Xiong et al.", "year": "2020", "title": "On Layer Normalization in the Transformer Architecture", "url": "https://arxiv.org/abs/2002.04745"},
     "xu2015": {"author": "Xu et al.", "year": "2015", "title": "Show, Attend and Tell: Neural Image Caption Generation with Visual Attention", "url": "https://arxiv.org/abs/1502.03044"},
     "yang2016": {"author": "Yang et al.", "year": "2016", "title": "Hierarchical Attention Networks for Document Classification", "url": "https://aclanthology.org/N16-1174/"},
+    "zhang2019": {"author": "Zhang and Sennrich", "year": "2019", "title": "Root Mean Square Layer Normalization", "url": "https://arxiv.org/abs/1910.07467"},
     "zhang2023": {"author": "Zhang et al.", "year": "2023", "title": "Dive into Deep Learning", "url": "https://d2l.ai"},
   };
   // END CITATIONS
