@@ -89,3 +89,15 @@ def test_sources_page_lists_every_chapter_that_uses_a_source_or_erratum():
             if re.search(re.escape(label) + r"\b", path.read_text())
         }
         assert listed == linking, label
+
+
+def test_every_entry_of_the_bibliography_is_cited():
+    """The References page lists cited entries only: an uncited entry is
+    dead weight (or a citation that went missing)."""
+    cited = {
+        key.strip()
+        for page in PAGES
+        for role in CITE.findall(markdown(page))
+        for key in role.split(",")
+    }
+    assert keys() - cited == set()
