@@ -76,7 +76,14 @@ MARKDOWN_STATE = """
     dropdowns: panel.node.querySelectorAll('.myst details').length,
     openDropdowns: panel.node.querySelectorAll('.myst details[open]').length,
     hidden: hidden.length,
-    openHidden: hidden.filter(cell => !cell.inputHidden || (cell.model.type === 'code' && !cell.outputHidden))
+    // each tag hides what the HTML book hides: hide-cell both, hide-input the source,
+    // hide-output the output
+    openHidden: hidden.filter(cell => {
+      const tags = cell.model.getMetadata('tags') || [];
+      const input = tags.includes('hide-cell') || tags.includes('hide-input');
+      const output = cell.model.type === 'code' && (tags.includes('hide-cell') || tags.includes('hide-output'));
+      return (input && !cell.inputHidden) || (output && !cell.outputHidden);
+    })
       .map(cell => cells.indexOf(cell)),
   };
 }
@@ -352,7 +359,7 @@ def check_markdown_before_run(page, chapter: str, shots: Path):
         f"{chapter}: solution dropdowns open: {state}"
     )
     assert state["hidden"] > 0 and state["openHidden"] == [], (
-        f"{chapter}: hide-cell cells shown open in JupyterLab (cells {state['openHidden']}); run tests/tools/collapse_solutions.py"
+        f"{chapter}: hidden cells shown open in JupyterLab (cells {state['openHidden']}); run tests/tools/collapse_solutions.py"
     )
     page.wait_for_function(SAVED_EXPLORER_SHOWN, timeout=30_000)
 
