@@ -116,7 +116,7 @@
     "pope2023": {"author": "Pope et al.", "year": "2023", "title": "Efficiently Scaling Transformer Inference", "url": "https://arxiv.org/abs/2211.05102"},
     "press2022": {"author": "Press et al.", "year": "2022", "title": "Train Short, Test Long: Attention with Linear Biases Enables Input Length Extrapolation", "url": "https://arxiv.org/abs/2108.12409"},
     "qiu2020": {"author": "Qiu", "year": "2020", "title": "Neural Networks and Deep Learning (神经网络与深度学习)", "url": "https://nndl.github.io"},
-    "rabe2021": {"author": "Rabe and Staats", "year": "2021", "title": "Self-attention Does Not Need $O(n^2)$ Memory", "url": "https://arxiv.org/abs/2112.05682"},
+    "rabe2021": {"author": "Rabe and Staats", "year": "2021", "title": "Self-attention Does Not Need O(n²) Memory", "url": "https://arxiv.org/abs/2112.05682"},
     "radford2018": {"author": "Radford et al.", "year": "2018", "title": "Improving Language Understanding by Generative Pre-Training", "url": "https://cdn.openai.com/research-covers/language-unsupervised/language_understanding_paper.pdf"},
     "radford2019": {"author": "Radford et al.", "year": "2019", "title": "Language Models are Unsupervised Multitask Learners", "url": ""},
     "raffel2020": {"author": "Raffel et al.", "year": "2020", "title": "Exploring the Limits of Transfer Learning with a Unified Text-to-Text Transformer", "url": "https://arxiv.org/abs/1910.10683"},
