@@ -13,8 +13,6 @@ on 1,000 fresh point sets at n = 5, 10, 15, 20.
 
 import hashlib
 import time
-from importlib import resources
-from pathlib import Path
 
 import torch
 
@@ -27,6 +25,7 @@ from ..tasks.convex_hull import (
     save_hull_pointer,
     train_hull_pointer,
 )
+from ._results import DATA
 
 EVAL_LENGTHS = (5, 10, 15, 20)
 EVAL_SETS = 1000
@@ -46,8 +45,7 @@ def main(argv=None) -> None:
         argv, __doc__, TRAINING_RECIPE, "train.hull_pointer"
     )
     torch.set_num_threads(1)
-    default = Path(str(resources.files("attnbook") / "data" / PRETRAINED_FILE))
-    out = args.out or default
+    out = args.out or DATA / PRETRAINED_FILE
     if args.check:
         model, info = load_hull_pointer(out)
         print("stored info:", info)

@@ -42,6 +42,7 @@ from ..tasks.long_context import (
     pretrained_results,
     run_scheme,
 )
+from ._results import DATA
 
 
 def _run(job: tuple) -> dict:
@@ -82,7 +83,7 @@ def main(argv=None) -> None:
     parser.add_argument(
         "--out-dir",
         type=Path,
-        default=Path(__file__).resolve().parents[1] / "data",
+        default=DATA,
     )
     parser.add_argument(
         "--check",

@@ -12,13 +12,12 @@ n = 5 and 10 only: it has no class for a position beyond 10.
 """
 
 from ..tasks.sorting import BASELINE_FILE, BASELINE_RECIPE
+from ._results import DATA
 from .sorter import train_and_save
 
 
 def main(argv=None) -> None:
-    from importlib import resources
-
-    out = resources.files("attnbook") / "data" / BASELINE_FILE
+    out = DATA / BASELINE_FILE
     train_and_save(
         argv,
         __doc__,
