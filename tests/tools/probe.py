@@ -454,6 +454,11 @@ fn(
     top_p=0.9,
     generator=lambda: G(),
 )
+fn(
+    "core.sampling.draw_categorical",
+    probs=lambda: torch.rand(2, 10),
+    generator=lambda: G(),
+)
 QK = dict(queries=lambda: R(2, 3, 4), keys=lambda: R(2, 5, 4))
 fn("core.scoring.dot_score", **QK)
 fn("core.scoring.scaled_dot_score", **QK)
