@@ -784,6 +784,13 @@ fn(
     rope_dim=4,
     seq_len=16,
 )
+fn(
+    "measure.state_bytes.recurrent_state_bytes",
+    num_layers=2,
+    num_heads=2,
+    key_dim=4,
+    value_dim=4,
+)
 fn("measure.kv_cache.published_cache_bytes", name="Llama 2 7B", seq_len=16)
 MLA_SIZES = dict(embed_dim=8, num_heads=2, latent_dim=4, rope_dim=2)
 fn("nn.latent_attention.MultiHeadLatentAttention", **MLA_SIZES)
