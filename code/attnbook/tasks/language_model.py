@@ -10,6 +10,7 @@ trained on the docstrings of Python's standard library, and the shipped copy.
     lm.generate("Return the ", 80, temperature=0.8, seed=1)
 """
 
+import json
 import math
 import time
 
@@ -26,7 +27,7 @@ from .._checks import (
     require_training,
     seeded_generator,
 )
-from .._weights import load_pinned
+from .._weights import load_pinned, read_pinned
 from ..core.sampling import check_sampling, next_token_distribution
 from ..measure.threads import single_thread
 from ..nn.language_model import DecoderOnlyTransformer
@@ -37,6 +38,7 @@ LANGUAGE_MODEL_SHA256 = (
     "41eb91f7314b5b5860c3efc5cf8b489fef5746f8c34f3057365244f66c7b466c"
 )
 LANGUAGE_MODEL_LOG_FILE = "language_model_log.json"
+LANGUAGE_MODEL_LOG_SHA256 = "to be pinned"
 MODEL_CONFIG = {
     "context_len": 128,
     "embed_dim": 128,
@@ -382,3 +384,12 @@ def pretrained_language_model() -> PretrainedLanguageModel:
     checked against its pinned SHA-256: a ``PretrainedLanguageModel``."""
     saved = load_pinned(LANGUAGE_MODEL_FILE, LANGUAGE_MODEL_SHA256)
     return PretrainedLanguageModel(model_from(saved), saved)
+
+
+def language_model_log() -> dict:
+    """The training script's curves (``data/language_model_log.json``,
+    pinned): "eval_steps", "train_bits" and "held_out_bits" (mean bits per
+    character on ``EVAL_WINDOWS`` windows spread over each text, every
+    ``EVAL_EVERY`` steps), the "recipe" and the run's "weights_digest"."""
+    data = read_pinned(LANGUAGE_MODEL_LOG_FILE, LANGUAGE_MODEL_LOG_SHA256)
+    return json.loads(data)
