@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnbook import BytePairEncoder
-from attnbook.tasks.bpe import merge_pair
+from attnbook.tasks.bpe import _merge_pair
 
 ENGLISH = (
     "Return the number of items in the list. If the list is empty, return "
@@ -91,7 +91,7 @@ def test_merges_are_applied_in_the_order_learned():
 
 def test_a_run_of_one_byte_is_merged_left_to_right():
     ids = torch.tensor([7, 7, 7, 7, 7, 1, 7, 7])
-    assert merge_pair(ids, (7, 7), 300).tolist() == [300, 300, 7, 1, 300]
+    assert _merge_pair(ids, (7, 7), 300).tolist() == [300, 300, 7, 1, 300]
 
 
 def test_merges_and_ids_match_the_minbpe_style_reference():

@@ -29,7 +29,7 @@ def _pair_codes(ids: torch.Tensor, vocab_size: int) -> torch.Tensor:
     return ids[:-1] * vocab_size + ids[1:]
 
 
-def merge_pair(ids: torch.Tensor, pair: tuple, new_id: int) -> torch.Tensor:
+def _merge_pair(ids: torch.Tensor, pair: tuple, new_id: int) -> torch.Tensor:
     """ids (N,) with each occurrence of ``pair`` (a, b), taken left to right
     without overlap, replaced by ``new_id``: (M,), M <= N. In a run of a
     repeated byte (a = b) "aaa" becomes [new_id, a], as a left-to-right scan
@@ -131,7 +131,7 @@ class BytePairEncoder:
             first = int((count == count.max()).nonzero()[0, 0])
             pair = (int(ids[first]), int(ids[first + 1]))
             merges.append(pair)
-            ids = merge_pair(ids, pair, BYTE_VALUES + i)
+            ids = _merge_pair(ids, pair, BYTE_VALUES + i)
         return cls(merges)
 
     def encode(self, text: str) -> list:
@@ -142,7 +142,7 @@ class BytePairEncoder:
         for i, pair in enumerate(self.merges):
             if len(ids) < 2:
                 break
-            ids = merge_pair(ids, pair, BYTE_VALUES + i)
+            ids = _merge_pair(ids, pair, BYTE_VALUES + i)
         return ids.tolist()
 
     def decode(self, ids, errors: str = "strict") -> str:

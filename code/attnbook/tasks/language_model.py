@@ -10,7 +10,6 @@ trained on the docstrings of Python's standard library, and the shipped copy.
     lm.generate("Return the ", 80, temperature=0.8, seed=1)
 """
 
-import json
 import math
 import time
 
@@ -22,23 +21,24 @@ from .._checks import (
     require_dict_or_none,
     require_ids,
     require_int,
+    require_matrix_fits,
     require_saved,
     require_tensor,
     require_training,
     seeded_generator,
 )
-from .._weights import load_pinned, read_pinned
+from .._weights import load_pinned
 from ..core.sampling import check_sampling, next_token_distribution
 from ..measure.threads import single_thread
 from ..nn.language_model import DecoderOnlyTransformer
 from .text import VOCAB, corpus_split, decode, encode, text_batch
 
+_SMALLER = "use fewer windows, or"
 LANGUAGE_MODEL_FILE = "language_model.pt"
 LANGUAGE_MODEL_SHA256 = (
     "41eb91f7314b5b5860c3efc5cf8b489fef5746f8c34f3057365244f66c7b466c"
 )
 LANGUAGE_MODEL_LOG_FILE = "language_model_log.json"
-LANGUAGE_MODEL_LOG_SHA256 = "to be pinned"
 MODEL_CONFIG = {
     "context_len": 128,
     "embed_dim": 128,
@@ -144,6 +144,11 @@ def train_on_ids(
     if dtype not in (torch.float32, torch.float64):
         raise ValueError(f"dtype must be float32 or float64, got {dtype!r}")
     config = {**MODEL_CONFIG, **require_dict_or_none("config", config)}
+    for name, ids in (
+        ("train_ids", train_ids),
+        ("held_out_ids", held_out_ids),
+    ):
+        _require_text_ids(name, ids, vocab_size, config["context_len"])
     history = {"loss": []}
     if eval_every is not None:
         n = config["context_len"]
@@ -196,6 +201,17 @@ def train_on_ids(
     return model.eval(), history
 
 
+def _require_text_ids(name, ids, vocab_size, context_len) -> None:
+    """ids: (N,) int64 token ids below vocab_size, N > context_len."""
+    require_int("vocab_size", vocab_size)
+    require_ids(name, ids, vocab_size, dims=1)
+    if ids.dtype != torch.int64 or len(ids) <= context_len:
+        raise ValueError(
+            f"{name} must be int64 ids (N,) with N > context_len = "
+            f"{context_len}, got {ids.dtype} of shape {tuple(ids.shape)}"
+        )
+
+
 def spread_windows(text, count: int, context_len: int) -> torch.Tensor:
     """``count`` windows of context_len + 1 tokens of ``text`` (a str of
     ``VOCAB`` characters, or token ids (N,)), their starts spread evenly
@@ -204,6 +220,9 @@ def spread_windows(text, count: int, context_len: int) -> torch.Tensor:
     not only its beginning."""
     require_int("count", count)
     require_int("context_len", context_len)
+    require_matrix_fits(
+        "the windows", (count, context_len + 1), torch.int64, _SMALLER
+    )
     ids = encode(text) if isinstance(text, str) else text
     require_tensor("text", ids)
     if ids.dim() != 1 or len(ids) < context_len + 1:
@@ -384,12 +403,3 @@ def pretrained_language_model() -> PretrainedLanguageModel:
     checked against its pinned SHA-256: a ``PretrainedLanguageModel``."""
     saved = load_pinned(LANGUAGE_MODEL_FILE, LANGUAGE_MODEL_SHA256)
     return PretrainedLanguageModel(model_from(saved), saved)
-
-
-def language_model_log() -> dict:
-    """The training script's curves (``data/language_model_log.json``,
-    pinned): "eval_steps", "train_bits" and "held_out_bits" (mean bits per
-    character on ``EVAL_WINDOWS`` windows spread over each text, every
-    ``EVAL_EVERY`` steps), the "recipe" and the run's "weights_digest"."""
-    data = read_pinned(LANGUAGE_MODEL_LOG_FILE, LANGUAGE_MODEL_LOG_SHA256)
-    return json.loads(data)

@@ -116,7 +116,7 @@ def main(argv=None) -> None:
     text = json.dumps(log, indent=1) + "\n"
     log_path.write_text(text)
     print(
-        f"wrote {log_path}; SHA-256 (pin it as LANGUAGE_MODEL_LOG_SHA256): "
+        f"wrote {log_path}; SHA-256 "
         f"{hashlib.sha256(text.encode()).hexdigest()}"
     )
     out.parent.mkdir(parents=True, exist_ok=True)
