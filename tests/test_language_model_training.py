@@ -14,14 +14,19 @@ from attnbook.nn.language_model import (
     DecoderOnlyTransformer,
     cached_forward_minimal,
 )
-from attnbook.tasks.bpe_language_model import token_model_bits
+from attnbook.tasks.bpe_language_model import (
+    BPE_TRAINING_RECIPE,
+    pretrained_bpe_language_model,
+    token_model_bits,
+)
 from attnbook.tasks.language_model import (
     bits_per_char,
     spread_windows,
     train_language_model,
+    train_on_ids,
     window_bits,
 )
-from attnbook.tasks.text import VOCAB, encode
+from attnbook.tasks.text import VOCAB, corpus_split, encode
 
 TINY = dict(context_len=8, embed_dim=8, num_heads=2, num_layers=1, ffn_dim=16)
 TEXT = "Return the number of items in the list, or zero if it is empty.\n"
@@ -117,3 +122,36 @@ def test_merged_tokens_spread_their_bits_over_their_characters():
     )
     with pytest.raises(ValueError, match="token ids"):
         token_model_bits(tiny_model(), bpe, TEXT)
+
+
+def test_train_on_ids_names_bad_ids():
+    settings = dict(
+        vocab_size=10, steps=1, batch_size=1, lr=1e-3, warmup=0,
+        weight_decay=0.0, seed=0, config=TINY, progress=False,
+    )  # fmt: skip
+    good = torch.randint(0, 10, (20,))
+    with pytest.raises(ValueError, match="train_ids must be int64 ids"):
+        train_on_ids(torch.arange(5), good, **settings)
+    with pytest.raises(ValueError, match="held_out_ids"):
+        train_on_ids(good, torch.arange(20), **settings)  # ids up to 19
+
+
+def test_the_shipped_byte_pair_model():
+    lm = pretrained_bpe_language_model()
+    assert lm.recipe == BPE_TRAINING_RECIPE
+    assert lm.bpe.vocab_size == 256 + BPE_TRAINING_RECIPE["merges"]
+    # the merges were learned on the training text alone
+    train_text, held_out_text = corpus_split()
+    assert lm.bpe.merges == BytePairEncoder.train(train_text, 256).merges
+    scores = lm.held_out
+    assert (
+        scores["chars"]
+        == scores["bytes"]
+        == len(held_out_text)
+        - len(lm.bpe.token_bytes[lm.bpe.encode(held_out_text[:20])[0]])
+    )
+    assert scores["bits_per_byte"] == scores["bits_per_char"]  # ASCII text
+    assert scores["bits_per_char"] < 3.0  # far below the bigram's 3.77
+    sample = held_out_text[:4000]
+    again = token_model_bits(lm.model, lm.bpe, sample)["bits_per_char"]
+    assert abs(again - scores["bits_per_char"]) < 0.5
