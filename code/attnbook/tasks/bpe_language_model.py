@@ -23,7 +23,7 @@ from .language_model import TRAINING_RECIPE, train_on_ids
 from .text import corpus_split
 
 BPE_LANGUAGE_MODEL_FILE = "bpe_language_model.pt"
-BPE_LANGUAGE_MODEL_SHA256 = "to be pinned"
+BPE_LANGUAGE_MODEL_SHA256 = "cd7238773c354f0641bd9d15f1f4f80e4d2ec0803ec52ee2846de843e6512f54"
 # The character model's recipe with 256 merges and half the batch: a token
 # holds about 2 characters, so each step reads about as many characters as
 # a step of the character model (and costs about half as much).
