@@ -255,6 +255,12 @@ def _loaded(what: str):
             language_model.LANGUAGE_MODEL_FILE,
             language_model.LANGUAGE_MODEL_SHA256,
         )
+    if what == "bpe_saved":
+        from attnbook.tasks import bpe_language_model as bpe_lm
+
+        return load_pinned(
+            bpe_lm.BPE_LANGUAGE_MODEL_FILE, bpe_lm.BPE_LANGUAGE_MODEL_SHA256
+        )
     if what == "oc_saved":
         return load_pinned(
             order_classifier.ORDER_CLASSIFIER_FILE,
@@ -1344,6 +1350,10 @@ fn(
     text="abcab abc",
 )
 fn("tasks.bpe_language_model.pretrained_bpe_language_model")
+fn(
+    "tasks.bpe_language_model.PretrainedBpeLanguageModel",
+    saved=lambda: shipped("bpe_saved"),
+)
 PBPE = lambda: resolve(  # noqa: E731
     "attnbook.tasks.bpe_language_model.pretrained_bpe_language_model"
 )()

@@ -23,7 +23,9 @@ from .language_model import TRAINING_RECIPE, train_on_ids
 from .text import corpus_split
 
 BPE_LANGUAGE_MODEL_FILE = "bpe_language_model.pt"
-BPE_LANGUAGE_MODEL_SHA256 = "cd7238773c354f0641bd9d15f1f4f80e4d2ec0803ec52ee2846de843e6512f54"
+BPE_LANGUAGE_MODEL_SHA256 = (
+    "cd7238773c354f0641bd9d15f1f4f80e4d2ec0803ec52ee2846de843e6512f54"
+)
 # The character model's recipe with 256 merges and half the batch: a token
 # holds about 2 characters, so each step reads about as many characters as
 # a step of the character model (and costs about half as much).
@@ -83,13 +85,16 @@ def token_model_bits(
     if len(ids) < 2:
         raise ValueError("text must encode to at least two tokens")
     n = model.context_len
+    windows = [ids[s : s + n + 1] for s in range(0, len(ids) - 1, n)]
+    full = [w for w in windows if len(w) == n + 1]
+    groups = list(torch.stack(full).split(64)) if full else []
+    groups += [w[None] for w in windows if len(w) < n + 1]
     total = 0.0
     with single_thread():
-        for s in range(0, len(ids) - 1, n):
-            window = ids[s : s + n + 1][None]
-            logits = model(window[:, :-1])
+        for batch in groups:
+            logits = model(batch[:, :-1])
             total += F.cross_entropy(
-                logits[0], window[0, 1:], reduction="sum"
+                logits.flatten(0, 1), batch[:, 1:].flatten(), reduction="sum"
             ).item()
     total /= math.log(2)
     first = bpe.token_bytes[int(ids[0])]
@@ -128,6 +133,10 @@ class PretrainedBpeLanguageModel:
 
     def greedy(self, prompt: str, max_new_tokens: int) -> str:
         """The greedy continuation of ``prompt`` (max_new_tokens tokens)."""
+        if not isinstance(prompt, str):
+            raise TypeError(
+                f"prompt must be a str, got {type(prompt).__name__}"
+            )
         require_int("max_new_tokens", max_new_tokens, minimum=0)
         ids = torch.tensor([self.bpe.encode(prompt)], dtype=torch.int64)
         if ids.shape[1] == 0:
