@@ -100,6 +100,7 @@ from .nn.latent_attention import MultiHeadLatentAttention
 from .nn.multihead import MultiHeadAttention, merge_heads, split_heads
 from .nn.pointer import PointerNetwork
 from .nn.self_attention import SelfAttention
+from .tasks.bpe import BytePairEncoder
 from .tasks.induction import pretrained_induction_models
 from .tasks.language_model import pretrained_language_model
 from .tasks.sorting import pretrained_sorter, sorting_batch
@@ -108,6 +109,7 @@ __all__ = [
     "AdditiveScore",
     "AttentionOnlyTransformer",
     "BilinearScore",
+    "BytePairEncoder",
     "DecoderOnlyTransformer",
     "EncoderDecoderTransformer",
     "KVCache",

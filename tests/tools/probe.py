@@ -110,6 +110,16 @@ SKIP = {
     # one on all held-out text); its parts are probed: pool_kv_heads,
     # cached_numbers_per_token, train_language_model
     "attnbook.experiments.kv_sharing.run_variant": "minutes per call",
+    # learns 256 merges on the corpus and trains chapter 12's model on them
+    # (minutes); its parts are probed: BytePairEncoder, train_on_ids
+    "attnbook.tasks.bpe_language_model.train_bpe_language_model": (
+        "minutes per call"
+    ),
+    # a listing for chapter 12 without checks; model(tokens, cache) is the
+    # checked API that computes the same (tested equal)
+    "attnbook.nn.language_model.cached_forward_minimal": "teaching listing",
+    # scores the whole held-out text (its parts are probed: token_model_bits)
+    "attnbook.train.bpe_language_model.report": "a minute per call",
 }
 
 
@@ -244,6 +254,12 @@ def _loaded(what: str):
         return load_pinned(
             language_model.LANGUAGE_MODEL_FILE,
             language_model.LANGUAGE_MODEL_SHA256,
+        )
+    if what == "bpe_saved":
+        from attnbook.tasks import bpe_language_model as bpe_lm
+
+        return load_pinned(
+            bpe_lm.BPE_LANGUAGE_MODEL_FILE, bpe_lm.BPE_LANGUAGE_MODEL_SHA256
         )
     if what == "oc_saved":
         return load_pinned(
@@ -1368,6 +1384,70 @@ method(
     text="hello world",
 )
 fn("tasks.language_model.pretrained_language_model")
+fn(
+    "tasks.language_model.spread_windows",
+    text="hello world, hello",
+    count=3,
+    context_len=4,
+)
+fn(
+    "tasks.language_model.window_bits",
+    model=LM,
+    windows=lambda: torch.randint(0, 10, (3, 6)),
+    batch_size=2,
+)
+fn(
+    "tasks.language_model.train_on_ids",
+    train_ids=lambda: torch.randint(0, 10, (40,)),
+    held_out_ids=lambda: torch.randint(0, 10, (20,)),
+    vocab_size=10,
+    steps=1,
+    batch_size=2,
+    lr=0.002,
+    warmup=0,
+    weight_decay=0.1,
+    seed=0,
+    config=dict(
+        context_len=8, embed_dim=8, num_heads=2, num_layers=1, ffn_dim=16
+    ),
+    progress=False,
+    eval_every=1,
+)
+fn("tasks.bpe.BytePairEncoder", merges=[(97, 98), (256, 99)])
+BPE = lambda: resolve("attnbook.BytePairEncoder")(  # noqa: E731
+    [(97, 98), (256, 99)]
+)
+method("tasks.bpe.BytePairEncoder.encode", BPE, text="abcab é")
+method("tasks.bpe.BytePairEncoder.decode", BPE, ids=[257, 256, 100])
+
+
+@lazy
+def _byte_model():
+    return resolve("attnbook.nn.language_model.DecoderOnlyTransformer")(
+        258, *list(LM_SIZES.values())[1:]
+    ).eval()
+
+
+fn(
+    "tasks.bpe_language_model.token_model_bits",
+    model=_byte_model,
+    bpe=BPE,
+    text="abcab abc",
+)
+fn("tasks.bpe_language_model.pretrained_bpe_language_model")
+fn(
+    "tasks.bpe_language_model.PretrainedBpeLanguageModel",
+    saved=lambda: shipped("bpe_saved"),
+)
+PBPE = lambda: resolve(  # noqa: E731
+    "attnbook.tasks.bpe_language_model.pretrained_bpe_language_model"
+)()
+method(
+    "tasks.bpe_language_model.PretrainedBpeLanguageModel.greedy",
+    PBPE,
+    prompt="Return the ",
+    max_new_tokens=3,
+)
 
 
 def _order():
