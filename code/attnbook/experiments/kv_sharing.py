@@ -49,8 +49,8 @@ VARIANTS = {
 # = 833,920 against 834,304), the control Llama 2's GQA ablation used.
 SWEEP_FILE = "kv_sharing_sweep.json"
 SWEEP_SHA256 = None  # pinned once the sweep has run
-SWEEP_RECIPE = {**TRAINING_RECIPE, "steps": 800, "batch_size": 8,
-                "warmup": 40}  # fmt: skip
+SWEEP_RECIPE = {**TRAINING_RECIPE, "steps": 400, "batch_size": 8,
+                "warmup": 20}  # fmt: skip
 SWEEP_ARMS = {
     "mha": {},
     "gqa2": {"num_kv_heads": 2},
