@@ -11,6 +11,8 @@ against its pinned SHA-256.
 """
 
 import json
+import math
+import statistics
 
 import torch
 
@@ -188,6 +190,80 @@ def run_sweep_arm(arm: str, seed: int) -> dict:
         "final_training_loss_nats": history["loss"][-1],
         "weights_digest": weights_digest(model),
     }
+
+
+# two-sided 95 % quantiles of Student's t, by degrees of freedom
+_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447,
+         7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228, 11: 2.201, 12: 2.179,
+         13: 2.160, 14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110, 18: 2.101,
+         19: 2.093, 20: 2.086}  # fmt: skip
+
+
+def sweep_summary(records: list) -> dict:
+    """Mean and standard deviation of the held-out bits per character of
+    each arm (``run_sweep_arm`` records, at least two seeds per arm), the
+    pooled standard deviation of a seed, and the smallest difference between
+    two arms' means that a two-sided t-test at 5 % would call real:
+    t(0.975, df) x pooled sd x sqrt(2 / seeds).
+
+    Returns {"arms": {arm: {"mean", "sd", "seeds", "parameters",
+    "cached_per_token_per_layer"}}, "pooled_sd", "df", "detectable"}.
+    """
+    arms = _group_by_arm(records)
+    summary, squares, df = {}, 0.0, 0
+    for arm, runs in arms.items():
+        bits = [r["held_out_bits_per_char"] for r in runs]
+        summary[arm] = {
+            "mean": statistics.fmean(bits),
+            "sd": statistics.stdev(bits),
+            "seeds": len(bits),
+            "parameters": runs[0]["parameters"],
+            "cached_per_token_per_layer": runs[0][
+                "cached_per_token_per_layer"
+            ],
+        }
+        squares += summary[arm]["sd"] ** 2 * (len(bits) - 1)
+        df += len(bits) - 1
+    pooled = math.sqrt(squares / df)
+    seeds = min(a["seeds"] for a in summary.values())
+    t = _T975[min(df, max(_T975))]
+    return {
+        "arms": summary,
+        "pooled_sd": pooled,
+        "df": df,
+        "detectable": t * pooled * math.sqrt(2 / seeds),
+    }
+
+
+def _group_by_arm(records) -> dict:
+    if not isinstance(records, list) or not all(
+        isinstance(r, dict) and "arm" in r for r in records
+    ):
+        raise TypeError(
+            "records must be a list of run_sweep_arm's dicts (each with an "
+            f"'arm'), got {type(records).__name__}"
+        )
+    arms = {}
+    for record in records:
+        arms.setdefault(record["arm"], []).append(record)
+    thin = sorted(arm for arm, runs in arms.items() if len(runs) < 2)
+    if thin:
+        raise ValueError(
+            f"every arm needs at least two seeds; {thin} have one"
+        )
+    return arms
+
+
+def kv_sharing_sweep() -> dict:
+    """The shipped seeded sweep (``python -m attnbook.train.kv_sharing
+    --sweep``): {"recipe": SWEEP_RECIPE, "model": ..., "variants": {name:
+    record}}, checked against its pinned SHA-256."""
+    if SWEEP_SHA256 is None:
+        raise FileNotFoundError(
+            f"{SWEEP_FILE} is not pinned yet: run python -m "
+            "attnbook.train.kv_sharing --sweep"
+        )
+    return json.loads(read_pinned(SWEEP_FILE, SWEEP_SHA256))
 
 
 def kv_sharing_results() -> dict:

@@ -1,0 +1,104 @@
+"""Where a head's weight lands, by key identity, and masks that evict chosen
+keys (chapter 13's attention sinks).
+
+An attention sink is a key that collects far more weight than its share
+whatever the query (Xiao et al. 2024). It need not be the first position:
+``mass_by_key_token`` adds up each head's weight by the token at the key,
+next to the share a head that spreads evenly would give that token, and
+``evict_keys_mask`` drops chosen keys outside a recent window, to test what
+losing them costs (against ``matched_random_keys``, as many other keys).
+"""
+
+import torch
+import torch.nn.functional as F
+
+from .._checks import require_float, require_int
+from ..core.masking import causal_mask
+
+
+def mass_by_key_token(weights, tokens, vocab_size: int, first_query: int = 0):
+    """Mean attention weight on keys holding each token.
+
+    weights: (B, ..., n, n) attention weights of n queries over the same n
+        keys (e.g. (B, layers, heads, n, n)).
+    tokens: (B, n) integer token ids in [0, vocab_size).
+    first_query: average over queries first_query .. n - 1.
+    Returns (mass, uniform): mass (..., vocab_size), the mean over the batch
+    and the queries of the weight on keys holding each token; uniform
+    (vocab_size,), the same for a head that spreads its weight evenly over
+    keys 0 .. i. A token with mass far above its uniform share is a sink.
+    """
+    require_float("weights", weights)
+    n = _check_tokens(weights, tokens, vocab_size)
+    require_int("first_query", first_query, minimum=0)
+    if first_query >= n:
+        raise ValueError(
+            f"first_query must be below n = {n}, got {first_query}"
+        )
+    one_hot = F.one_hot(tokens, vocab_size).to(weights.dtype)  # (B, n, V)
+    extra = weights.dim() - 3  # the (...) dimensions
+    keys = one_hot.reshape(one_hot.shape[0], *([1] * extra), n, vocab_size)
+    mass = (weights[..., first_query:, :] @ keys).mean(dim=-2)
+    mass = mass.mean(dim=0)  # (..., V)
+    even = causal_mask(n).to(weights.dtype)
+    even = even / even.sum(dim=-1, keepdim=True)
+    uniform = (even[first_query:] @ one_hot).mean(dim=(0, 1))
+    return mass, uniform
+
+
+def evict_keys_mask(evicted, window: int):
+    """Keep-mask (B, 1, n, n) that drops the keys marked in ``evicted``
+    (B, n) bool, except within the last ``window`` positions of each query
+    (its own included): causal, and every key a query sees in a window of
+    ``window`` stays."""
+    if not isinstance(evicted, torch.Tensor) or evicted.dtype != torch.bool:
+        raise TypeError(
+            "evicted must be a bool tensor (B, n), got "
+            f"{getattr(evicted, 'dtype', type(evicted).__name__)}"
+        )
+    if evicted.dim() != 2:
+        raise ValueError(
+            f"evicted must have shape (B, n), got {tuple(evicted.shape)}"
+        )
+    require_int("window", window)
+    n = evicted.shape[1]
+    position = torch.arange(n)
+    recent = position[:, None] - position[None, :] < window  # (n_q, n_k)
+    keep = causal_mask(n) & (recent | ~evicted[:, None, :])
+    return keep[:, None]
+
+
+def matched_random_keys(evicted, generator: torch.Generator):
+    """As many keys per row as ``evicted`` (B, n) bool marks, drawn at
+    random among the others (a control for ``evict_keys_mask``)."""
+    if not isinstance(evicted, torch.Tensor) or evicted.dtype != torch.bool:
+        raise TypeError("evicted must be a bool tensor (B, n)")
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(
+            "generator must be a torch.Generator, got "
+            f"{type(generator).__name__}"
+        )
+    draws = torch.rand(evicted.shape, generator=generator)
+    draws = draws.masked_fill(evicted, 2.0)  # never draw a marked key
+    rank = draws.argsort(dim=-1).argsort(dim=-1)
+    return rank < evicted.sum(dim=-1, keepdim=True)
+
+
+def _check_tokens(weights, tokens, vocab_size) -> int:
+    require_int("vocab_size", vocab_size)
+    if weights.dim() < 3 or weights.shape[-1] != weights.shape[-2]:
+        raise ValueError(
+            "weights must have shape (B, ..., n, n), got "
+            f"{tuple(weights.shape)}"
+        )
+    n = weights.shape[-1]
+    if not isinstance(tokens, torch.Tensor) or tokens.dtype.is_floating_point:
+        raise TypeError("tokens must be an integer tensor (B, n)")
+    if tuple(tokens.shape) != (weights.shape[0], n):
+        raise ValueError(
+            f"tokens must have shape (B, n) = {(weights.shape[0], n)}, got "
+            f"{tuple(tokens.shape)}"
+        )
+    if tokens.numel() and (tokens.min() < 0 or tokens.max() >= vocab_size):
+        raise ValueError(f"tokens must lie in [0, {vocab_size})")
+    return n
