@@ -220,10 +220,10 @@ def test_run_variant_refuses_an_unknown_name():
 
 def _records(bits_by_arm):
     return [
-        {"arm": arm, "held_out_bits_per_char": b, "parameters": 10,
-         "cached_per_token_per_layer": 4}
+        {"name": f"{arm}-seed{seed}", "held_out_bits_per_char": b,
+         "parameters": 10, "cached_per_token_per_layer": 4}
         for arm, bits in bits_by_arm.items()
-        for b in bits
+        for seed, b in enumerate(bits)
     ]  # fmt: skip
 
 
@@ -238,16 +238,31 @@ def test_sweep_summary_means_sds_and_detectable_difference():
     pooled = ((0.2**2 * 2 + 0.1**2 * 2) / 4) ** 0.5
     assert summary["pooled_sd"] == pytest.approx(pooled)
     # t(0.975, 4) = 2.776; two means of 3 seeds each
-    assert summary["detectable"] == pytest.approx(
+    assert summary["detectable"][3] == pytest.approx(
         2.776 * pooled * (2 / 3) ** 0.5
     )
+    assert summary["detectable"][2] == pytest.approx(2.776 * pooled)
 
 
-def test_sweep_summary_needs_two_seeds_per_arm():
+def test_sweep_summary_pools_only_arms_with_two_seeds():
+    summary = kv_sharing.sweep_summary(
+        _records({"a": [1.0, 1.1], "b": [2.0]})
+    )
+    assert summary["arms"]["b"]["sd"] is None
+    assert summary["arms"]["b"]["seeds"] == 1
+    assert summary["df"] == 1
+    assert summary["pooled_sd"] == pytest.approx(0.1 / 2**0.5)
     with pytest.raises(ValueError, match="two seeds"):
-        kv_sharing.sweep_summary(_records({"a": [1.0, 1.1], "b": [2.0]}))
+        kv_sharing.sweep_summary(_records({"a": [1.0], "b": [2.0]}))
     with pytest.raises(TypeError, match="records"):
-        kv_sharing.sweep_summary([{"name": "mha"}])
+        kv_sharing.sweep_summary([{"arm": "mha"}])
+
+
+def test_the_shipped_sweep_groups_seeds_into_arms(sweep):
+    summary = kv_sharing.sweep_summary(list(sweep["variants"].values()))
+    assert summary["arms"]["mha"]["seeds"] == 2
+    assert summary["arms"]["mqa"]["seeds"] == 2
+    assert summary["df"] == 2
 
 
 def test_run_sweep_arm_refuses_an_unknown_arm_or_seed():

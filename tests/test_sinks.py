@@ -83,3 +83,14 @@ def test_matched_random_keys_pick_as_many_other_keys():
 def test_bad_input_is_named(call, error, name):
     with pytest.raises(error, match=name):
         call()
+
+
+def test_latest_key_mask_keeps_the_last_marked_key_before_each_query():
+    from attnbook.measure.sinks import latest_key_mask
+
+    marked = torch.tensor([[False, True, False, False, True, False]])
+    keep = latest_key_mask(marked)[0, 0]
+    expected = [None, 1, 1, 1, 4, 4]
+    for query, key in enumerate(expected):
+        row = keep[query].nonzero().flatten().tolist()
+        assert row == ([] if key is None else [key])

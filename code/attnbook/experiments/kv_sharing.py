@@ -42,23 +42,18 @@ VARIANTS = {
     "mqa": ({"num_kv_heads": 1}, 0),
     "mqa-seed1": ({"num_kv_heads": 1}, 1),
     "mla64": ({"latent_dim": 64}, 0),
+    # one key-value head with a wider feed-forward layer (608, not 512): the
+    # parameters of "mha" (833,920 against 834,304), the control of Llama 2's
+    # attention ablation (Touvron et al. 2023, Sec. A.2.1)
+    "mqa-wide": ({"num_kv_heads": 1, "ffn_dim": 608}, 0),
 }
 
-# The seeded sweep: every arm trained from scratch with SWEEP_RECIPE, a
-# shorter budget than chapter 12's (so that 15 runs fit on one core), for
-# each of SWEEP_SEEDS. "mqa-wide" widens the feed-forward layer so that the
-# one-key-value-head model has the parameters of "mha" (733,952 + 4 x 24,672
-# = 833,920 against 834,304), the control Llama 2's GQA ablation used.
+# The full seeded design: every arm for three seeds, each run the recipe
+# above (``python -m attnbook.train.kv_sharing --sweep``, 15 runs of about
+# 16 minutes of one core each). The shipped file holds the VARIANTS runs.
 SWEEP_FILE = "kv_sharing_sweep.json"
-SWEEP_SHA256 = None  # pinned once the sweep has run
-SWEEP_RECIPE = {**TRAINING_RECIPE, "steps": 400, "batch_size": 8,
-                "warmup": 20}  # fmt: skip
 SWEEP_ARMS = {
-    "mha": {},
-    "gqa2": {"num_kv_heads": 2},
-    "mqa": {"num_kv_heads": 1},
-    "mqa-wide": {"num_kv_heads": 1, "ffn_dim": 608},
-    "mla64": {"latent_dim": 64},
+    name: change for name, (change, seed) in VARIANTS.items() if seed == 0
 }
 SWEEP_SEEDS = (0, 1, 2)
 
@@ -167,7 +162,7 @@ def run_variant(name: str) -> dict:
 
 
 def run_sweep_arm(arm: str, seed: int) -> dict:
-    """Train arm ``arm`` of the sweep with ``SWEEP_RECIPE`` and ``seed``
+    """Train arm ``arm`` of the sweep with ``TRAINING_RECIPE`` and ``seed``
     and score it on the held-out text: a JSON-ready dict."""
     if arm not in SWEEP_ARMS:
         raise ValueError(
@@ -175,7 +170,7 @@ def run_sweep_arm(arm: str, seed: int) -> dict:
         )
     require_int("seed", seed, minimum=0)
     change = SWEEP_ARMS[arm]
-    recipe = {**SWEEP_RECIPE, "seed": seed}
+    recipe = {**TRAINING_RECIPE, "seed": seed}
     model, history = train_language_model(
         **recipe, config=change, progress=False
     )
@@ -199,12 +194,20 @@ _T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447,
          19: 2.093, 20: 2.086}  # fmt: skip
 
 
+def arm_of(record: dict) -> str:
+    """The setting a run belongs to: its "arm", or its name without a
+    "-seedN" suffix ("mha-seed1" -> "mha")."""
+    return record.get("arm") or record["name"].split("-seed")[0]
+
+
 def sweep_summary(records: list) -> dict:
-    """Mean and standard deviation of the held-out bits per character of
-    each arm (``run_sweep_arm`` records, at least two seeds per arm), the
-    pooled standard deviation of a seed, and the smallest difference between
-    two arms' means that a two-sided t-test at 5 % would call real:
-    t(0.975, df) x pooled sd x sqrt(2 / seeds).
+    """Mean and standard deviation (None for one seed) of the held-out bits
+    per character of each arm (``arm_of``) of ``run_variant`` or
+    ``run_sweep_arm`` records; the pooled standard deviation of a seed over
+    the arms with two seeds or more; and the smallest difference between
+    two arms' means of ``seeds`` seeds each that a two-sided t-test at 5 %
+    would call real: t(0.975, df) x pooled sd x sqrt(2 / seeds), for seeds
+    = 2 and 3 (``detectable``: {seeds: difference}).
 
     Returns {"arms": {arm: {"mean", "sd", "seeds", "parameters",
     "cached_per_token_per_layer"}}, "pooled_sd", "df", "detectable"}.
@@ -213,57 +216,45 @@ def sweep_summary(records: list) -> dict:
     summary, squares, df = {}, 0.0, 0
     for arm, runs in arms.items():
         bits = [r["held_out_bits_per_char"] for r in runs]
+        spread = statistics.stdev(bits) if len(bits) > 1 else None
         summary[arm] = {
             "mean": statistics.fmean(bits),
-            "sd": statistics.stdev(bits),
+            "sd": spread,
             "seeds": len(bits),
             "parameters": runs[0]["parameters"],
             "cached_per_token_per_layer": runs[0][
                 "cached_per_token_per_layer"
             ],
         }
-        squares += summary[arm]["sd"] ** 2 * (len(bits) - 1)
-        df += len(bits) - 1
+        if spread is not None:
+            squares += spread**2 * (len(bits) - 1)
+            df += len(bits) - 1
+    if not df:
+        raise ValueError("records must hold two seeds of at least one arm")
     pooled = math.sqrt(squares / df)
-    seeds = min(a["seeds"] for a in summary.values())
     t = _T975[min(df, max(_T975))]
     return {
         "arms": summary,
         "pooled_sd": pooled,
         "df": df,
-        "detectable": t * pooled * math.sqrt(2 / seeds),
+        "detectable": {
+            seeds: t * pooled * math.sqrt(2 / seeds) for seeds in (2, 3)
+        },
     }
 
 
 def _group_by_arm(records) -> dict:
     if not isinstance(records, list) or not all(
-        isinstance(r, dict) and "arm" in r for r in records
+        isinstance(r, dict) and "name" in r for r in records
     ):
         raise TypeError(
-            "records must be a list of run_sweep_arm's dicts (each with an "
-            f"'arm'), got {type(records).__name__}"
+            "records must be a list of run_variant's dicts (each with a "
+            f"'name'), got {type(records).__name__}"
         )
     arms = {}
     for record in records:
-        arms.setdefault(record["arm"], []).append(record)
-    thin = sorted(arm for arm, runs in arms.items() if len(runs) < 2)
-    if thin:
-        raise ValueError(
-            f"every arm needs at least two seeds; {thin} have one"
-        )
+        arms.setdefault(arm_of(record), []).append(record)
     return arms
-
-
-def kv_sharing_sweep() -> dict:
-    """The shipped seeded sweep (``python -m attnbook.train.kv_sharing
-    --sweep``): {"recipe": SWEEP_RECIPE, "model": ..., "variants": {name:
-    record}}, checked against its pinned SHA-256."""
-    if SWEEP_SHA256 is None:
-        raise FileNotFoundError(
-            f"{SWEEP_FILE} is not pinned yet: run python -m "
-            "attnbook.train.kv_sharing --sweep"
-        )
-    return json.loads(read_pinned(SWEEP_FILE, SWEEP_SHA256))
 
 
 def kv_sharing_results() -> dict:
@@ -272,10 +263,9 @@ def kv_sharing_results() -> dict:
     return json.loads(data)
 
 
-def results_json(records: list, recipe: dict | None = None) -> str:
-    """The file ``kv_sharing_results`` reads, from ``run_variant`` records
-    (or ``kv_sharing_sweep`` from ``run_sweep_arm`` records with
-    ``recipe=SWEEP_RECIPE``)."""
+def results_json(records: list) -> str:
+    """The file ``kv_sharing_results`` reads, from ``run_variant`` (or
+    ``run_sweep_arm``) records."""
     if not isinstance(records, list) or not all(
         isinstance(r, dict) and "name" in r for r in records
     ):
@@ -286,7 +276,7 @@ def results_json(records: list, recipe: dict | None = None) -> str:
     return (
         json.dumps(
             {
-                "recipe": recipe or TRAINING_RECIPE,
+                "recipe": TRAINING_RECIPE,
                 "model": MODEL_CONFIG,
                 "variants": {r["name"]: r for r in records},
             },

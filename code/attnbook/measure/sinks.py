@@ -68,6 +68,21 @@ def evict_keys_mask(evicted, window: int):
     return keep[:, None]
 
 
+def latest_key_mask(marked):
+    """Keep-mask (B, 1, n, n) holding, for each query, only the most recent
+    key marked in ``marked`` (B, n) bool at or before it (none if no key
+    before it is marked)."""
+    if not isinstance(marked, torch.Tensor) or marked.dtype != torch.bool:
+        raise TypeError("marked must be a bool tensor (B, n)")
+    if marked.dim() != 2:
+        raise ValueError(
+            f"marked must have shape (B, n), got {tuple(marked.shape)}"
+        )
+    position = torch.arange(marked.shape[1])
+    seen = torch.where(marked, position, -1).cummax(dim=-1).values  # (B, n)
+    return (position[None, None, :] == seen[:, :, None])[:, None]
+
+
 def matched_random_keys(evicted, generator: torch.Generator):
     """As many keys per row as ``evicted`` (B, n) bool marks, drawn at
     random among the others (a control for ``evict_keys_mask``)."""
