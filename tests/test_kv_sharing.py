@@ -245,9 +245,7 @@ def test_sweep_summary_means_sds_and_detectable_difference():
 
 
 def test_sweep_summary_pools_only_arms_with_two_seeds():
-    summary = kv_sharing.sweep_summary(
-        _records({"a": [1.0, 1.1], "b": [2.0]})
-    )
+    summary = kv_sharing.sweep_summary(_records({"a": [1.0, 1.1], "b": [2.0]}))
     assert summary["arms"]["b"]["sd"] is None
     assert summary["arms"]["b"]["seeds"] == 1
     assert summary["df"] == 1
@@ -277,6 +275,8 @@ def test_the_wide_mqa_arm_matches_the_multi_head_parameters():
     for arm in ("mha", "mqa", "mqa-wide"):
         config = {**MODEL_CONFIG, **kv_sharing.SWEEP_ARMS[arm]}
         with torch.random.fork_rng():
-            counts[arm] = count_parameters(DecoderOnlyTransformer(96, **config))
+            counts[arm] = count_parameters(
+                DecoderOnlyTransformer(96, **config)
+            )
     assert counts["mqa"] < counts["mha"] - 90_000
     assert abs(counts["mqa-wide"] - counts["mha"]) < 0.001 * counts["mha"]

@@ -72,12 +72,43 @@ def test_matched_random_keys_pick_as_many_other_keys():
 @pytest.mark.parametrize(
     "call, error, name",
     [
-        (lambda: mass_by_key_token(torch.rand(1, 2, 3, 3), torch.zeros(1, 4, dtype=torch.long), 5), ValueError, "tokens"),  # noqa: E501
-        (lambda: mass_by_key_token(torch.rand(1, 2, 3, 3), torch.full((1, 3), 7), 5), ValueError, "tokens"),  # noqa: E501
-        (lambda: mass_by_key_token(torch.rand(1, 3, 3), torch.zeros(1, 3, dtype=torch.long), 5, first_query=3), ValueError, "first_query"),  # noqa: E501
+        (
+            lambda: mass_by_key_token(
+                torch.rand(1, 2, 3, 3), torch.zeros(1, 4, dtype=torch.long), 5
+            ),
+            ValueError,
+            "tokens",
+        ),  # noqa: E501
+        (
+            lambda: mass_by_key_token(
+                torch.rand(1, 2, 3, 3), torch.full((1, 3), 7), 5
+            ),
+            ValueError,
+            "tokens holds id 7",
+        ),  # noqa: E501
+        (
+            lambda: mass_by_key_token(
+                torch.rand(1, 3, 3),
+                torch.zeros(1, 3, dtype=torch.long),
+                5,
+                first_query=3,
+            ),
+            ValueError,
+            "first_query",
+        ),  # noqa: E501
         (lambda: evict_keys_mask(torch.zeros(1, 4), 2), TypeError, "evicted"),
-        (lambda: evict_keys_mask(torch.zeros(1, 4, dtype=torch.bool), 0), ValueError, "window"),  # noqa: E501
-        (lambda: matched_random_keys(torch.zeros(1, 4, dtype=torch.bool), 0), TypeError, "generator"),  # noqa: E501
+        (
+            lambda: evict_keys_mask(torch.zeros(1, 4, dtype=torch.bool), 0),
+            ValueError,
+            "window",
+        ),  # noqa: E501
+        (
+            lambda: matched_random_keys(
+                torch.zeros(1, 4, dtype=torch.bool), 0
+            ),
+            TypeError,
+            "generator",
+        ),  # noqa: E501
     ],
 )
 def test_bad_input_is_named(call, error, name):

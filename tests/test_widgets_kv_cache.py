@@ -76,9 +76,7 @@ def test_a_local_global_pattern_keeps_every_position_in_its_global_layers():
     view = kv_cache_view(8, w, n, 80, local_per_global=5)
     per_position = 2 * 8 * HEAD_DIM * 2  # keys and values, bfloat16
     global_layers = LAYERS // 6  # 5 local layers, then 1 global, repeated
-    by_hand = per_position * (
-        global_layers * n + (LAYERS - global_layers) * w
-    )
+    by_hand = per_position * (global_layers * n + (LAYERS - global_layers) * w)
     assert view["bytes"] == by_hand
     every_layer = kv_cache_view(8, w, n, 80)
     assert every_layer["bytes"] < view["bytes"] < kv_cache_view(8)["bytes"] * 4

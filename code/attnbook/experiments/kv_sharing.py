@@ -197,6 +197,13 @@ _T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447,
 def arm_of(record: dict) -> str:
     """The setting a run belongs to: its "arm", or its name without a
     "-seedN" suffix ("mha-seed1" -> "mha")."""
+    if not isinstance(record, dict) or not isinstance(
+        record.get("arm", record.get("name")), str
+    ):
+        raise TypeError(
+            "record must be a dict with a str 'name' (or 'arm'), got "
+            f"{type(record).__name__}"
+        )
     return record.get("arm") or record["name"].split("-seed")[0]
 
 

@@ -12,7 +12,14 @@ losing them costs (against ``matched_random_keys``, as many other keys).
 import torch
 import torch.nn.functional as F
 
-from .._checks import require_float, require_int
+from .._checks import (
+    require_float,
+    require_generator,
+    require_ids,
+    require_int,
+    require_matrix_fits,
+    require_tensor,
+)
 from ..core.masking import causal_mask
 
 
@@ -35,7 +42,12 @@ def mass_by_key_token(weights, tokens, vocab_size: int, first_query: int = 0):
         raise ValueError(
             f"first_query must be below n = {n}, got {first_query}"
         )
-    one_hot = F.one_hot(tokens, vocab_size).to(weights.dtype)  # (B, n, V)
+    require_matrix_fits(
+        "vocab_size: the one-hot keys",
+        (*tokens.shape, vocab_size),
+        weights.dtype,
+    )
+    one_hot = F.one_hot(tokens.long(), vocab_size).to(weights.dtype)
     extra = weights.dim() - 3  # the (...) dimensions
     keys = one_hot.reshape(one_hot.shape[0], *([1] * extra), n, vocab_size)
     mass = (weights[..., first_query:, :] @ keys).mean(dim=-2)
@@ -51,15 +63,7 @@ def evict_keys_mask(evicted, window: int):
     (B, n) bool, except within the last ``window`` positions of each query
     (its own included): causal, and every key a query sees in a window of
     ``window`` stays."""
-    if not isinstance(evicted, torch.Tensor) or evicted.dtype != torch.bool:
-        raise TypeError(
-            "evicted must be a bool tensor (B, n), got "
-            f"{getattr(evicted, 'dtype', type(evicted).__name__)}"
-        )
-    if evicted.dim() != 2:
-        raise ValueError(
-            f"evicted must have shape (B, n), got {tuple(evicted.shape)}"
-        )
+    _check_marks("evicted", evicted)
     require_int("window", window)
     n = evicted.shape[1]
     position = torch.arange(n)
@@ -72,12 +76,7 @@ def latest_key_mask(marked):
     """Keep-mask (B, 1, n, n) holding, for each query, only the most recent
     key marked in ``marked`` (B, n) bool at or before it (none if no key
     before it is marked)."""
-    if not isinstance(marked, torch.Tensor) or marked.dtype != torch.bool:
-        raise TypeError("marked must be a bool tensor (B, n)")
-    if marked.dim() != 2:
-        raise ValueError(
-            f"marked must have shape (B, n), got {tuple(marked.shape)}"
-        )
+    _check_marks("marked", marked)
     position = torch.arange(marked.shape[1])
     seen = torch.where(marked, position, -1).cummax(dim=-1).values  # (B, n)
     return (position[None, None, :] == seen[:, :, None])[:, None]
@@ -86,13 +85,8 @@ def latest_key_mask(marked):
 def matched_random_keys(evicted, generator: torch.Generator):
     """As many keys per row as ``evicted`` (B, n) bool marks, drawn at
     random among the others (a control for ``evict_keys_mask``)."""
-    if not isinstance(evicted, torch.Tensor) or evicted.dtype != torch.bool:
-        raise TypeError("evicted must be a bool tensor (B, n)")
-    if not isinstance(generator, torch.Generator):
-        raise TypeError(
-            "generator must be a torch.Generator, got "
-            f"{type(generator).__name__}"
-        )
+    _check_marks("evicted", evicted)
+    require_generator("generator", generator)
     draws = torch.rand(evicted.shape, generator=generator)
     draws = draws.masked_fill(evicted, 2.0)  # never draw a marked key
     rank = draws.argsort(dim=-1).argsort(dim=-1)
@@ -106,14 +100,27 @@ def _check_tokens(weights, tokens, vocab_size) -> int:
             "weights must have shape (B, ..., n, n), got "
             f"{tuple(weights.shape)}"
         )
-    n = weights.shape[-1]
-    if not isinstance(tokens, torch.Tensor) or tokens.dtype.is_floating_point:
-        raise TypeError("tokens must be an integer tensor (B, n)")
-    if tuple(tokens.shape) != (weights.shape[0], n):
+    require_ids("tokens", tokens, vocab_size, dims=2)
+    batch, n = weights.shape[0], weights.shape[-1]
+    if tuple(tokens.shape) != (batch, n):
         raise ValueError(
-            f"tokens must have shape (B, n) = {(weights.shape[0], n)}, got "
-            f"{tuple(tokens.shape)}"
+            f"tokens must have shape (B, n) = ({batch}, {n}) to match "
+            f"weights {tuple(weights.shape)}, got {tuple(tokens.shape)}"
         )
-    if tokens.numel() and (tokens.min() < 0 or tokens.max() >= vocab_size):
-        raise ValueError(f"tokens must lie in [0, {vocab_size})")
     return n
+
+
+def _check_marks(name: str, marks):
+    """A bool (B, n) tensor of marked keys whose (B, n, n) mask fits."""
+    require_tensor(name, marks)
+    if marks.dtype != torch.bool:
+        raise TypeError(
+            f"{name} must be a bool tensor (B, n), got dtype {marks.dtype}"
+        )
+    if marks.dim() != 2:
+        raise ValueError(
+            f"{name} must have shape (B, n), got {tuple(marks.shape)}"
+        )
+    batch, n = marks.shape
+    require_matrix_fits(f"the mask from {name}", (batch, n, n), torch.bool)
+    return marks

@@ -48,7 +48,7 @@ def _run(name: str) -> dict:
     return record
 
 
-def run_sweep(out, seeds=SWEEP_SEEDS) -> None:
+def _run_sweep(out, seeds=SWEEP_SEEDS) -> None:
     """Every arm for every seed, seed by seed, on this thread; each record
     is also appended to ``out`` + ".partial" as it finishes."""
     import json
@@ -85,7 +85,7 @@ def main(argv=None) -> None:
     if args.sweep:
         if args.out.name == KV_SHARING_FILE:
             args.out = args.out.with_name(SWEEP_FILE)
-        run_sweep(args.out, args.seeds)
+        _run_sweep(args.out, args.seeds)
         return
     names = args.only or list(VARIANTS)
     with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
