@@ -237,11 +237,11 @@ def test_sweep_summary_means_sds_and_detectable_difference():
     assert summary["df"] == 4
     pooled = ((0.2**2 * 2 + 0.1**2 * 2) / 4) ** 0.5
     assert summary["pooled_sd"] == pytest.approx(pooled)
-    # t(0.975, 4) = 2.776; two means of 3 seeds each
+    # two means of 3 seeds each: t(0.975, 4) = 2.776; of 2: t(0.975, 2)
     assert summary["detectable"][3] == pytest.approx(
         2.776 * pooled * (2 / 3) ** 0.5
     )
-    assert summary["detectable"][2] == pytest.approx(2.776 * pooled)
+    assert summary["detectable"][2] == pytest.approx(4.303 * pooled)
 
 
 def test_sweep_summary_pools_only_arms_with_two_seeds():

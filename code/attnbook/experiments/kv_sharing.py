@@ -213,8 +213,9 @@ def sweep_summary(records: list) -> dict:
     ``run_sweep_arm`` records; the pooled standard deviation of a seed over
     the arms with two seeds or more; and the smallest difference between
     two arms' means of ``seeds`` seeds each that a two-sided t-test at 5 %
-    would call real: t(0.975, df) x pooled sd x sqrt(2 / seeds), for seeds
-    = 2 and 3 (``detectable``: {seeds: difference}).
+    would call real if a seed's spread is the pooled one:
+    t(0.975, 2 (seeds - 1)) x pooled sd x sqrt(2 / seeds), for seeds = 2
+    and 3 (``detectable``: {seeds: difference}).
 
     Returns {"arms": {arm: {"mean", "sd", "seeds", "parameters",
     "cached_per_token_per_layer"}}, "pooled_sd", "df", "detectable"}.
@@ -239,13 +240,13 @@ def sweep_summary(records: list) -> dict:
     if not df:
         raise ValueError("records must hold two seeds of at least one arm")
     pooled = math.sqrt(squares / df)
-    t = _T975[min(df, max(_T975))]
     return {
         "arms": summary,
         "pooled_sd": pooled,
         "df": df,
         "detectable": {
-            seeds: t * pooled * math.sqrt(2 / seeds) for seeds in (2, 3)
+            seeds: _T975[2 * (seeds - 1)] * pooled * math.sqrt(2 / seeds)
+            for seeds in (2, 3)
         },
     }
 
