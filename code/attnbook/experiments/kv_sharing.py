@@ -32,7 +32,7 @@ from ..tasks.text import corpus_split
 
 KV_SHARING_FILE = "kv_sharing.json"
 KV_SHARING_SHA256 = (
-    "8cb813626bbf190ad497da1a4043a0181db499143be44c250a5ecb438bc6fa53"
+    "f5022a84209bff33ecae3a1b47b7cb587dc2884f495cda7fbf67a6203369c1f0"
 )
 # name -> (config change, seed); "mha" seed 0 is the shipped model
 VARIANTS = {
