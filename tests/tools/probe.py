@@ -120,6 +120,7 @@ SKIP = {
     "attnbook.nn.language_model.cached_forward_minimal": "teaching listing",
     # scores the whole held-out text (its parts are probed: token_model_bits)
     "attnbook.train.bpe_language_model.report": "a minute per call",
+    "attnbook.experiments.kv_sharing.run_sweep_arm": "minutes per call",
 }
 
 
@@ -1094,6 +1095,43 @@ fn(
     config={"num_kv_heads": 2},
 )
 fn("experiments.kv_sharing.results_json", records=[{"name": "mha"}])
+SWEEP_RECORDS = [
+    {"name": f"mha-seed{s}", "held_out_bits_per_char": 1.9 + s / 100,
+     "parameters": 10, "cached_per_token_per_layer": 4}
+    for s in range(2)
+]  # fmt: skip
+fn("experiments.kv_sharing.sweep_summary", records=SWEEP_RECORDS)
+fn("experiments.kv_sharing.arm_of", record={"name": "mha-seed1"})
+fn(
+    "measure.sinks.mass_by_key_token",
+    weights=lambda: R(2, 3, 5, 5).softmax(-1),
+    tokens=lambda: torch.tensor([[0, 1, 2, 1, 0], [2, 2, 1, 0, 1]]),
+    vocab_size=3,
+    first_query=1,
+)
+fn(
+    "measure.sinks.evict_keys_mask",
+    evicted=lambda: torch.tensor([[True, False, True, False]]),
+    window=2,
+)
+fn(
+    "measure.sinks.latest_key_mask",
+    marked=lambda: torch.tensor([[True, False, True, False]]),
+)
+fn(
+    "measure.sinks.matched_random_keys",
+    evicted=lambda: torch.tensor([[True, False, True, False]]),
+    generator=lambda: G(),
+)
+fn(
+    "measure.kv_cache.hybrid_cache_bytes",
+    num_layers=6,
+    num_kv_heads=2,
+    head_dim=4,
+    seq_len=16,
+    window=4,
+    local_per_global=5,
+)
 fn("core.long_context.alibi_slopes", num_heads=4)
 fn("core.long_context.alibi_bias", num_heads=2, n_q=3, n_k=5)
 fn(
