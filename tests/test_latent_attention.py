@@ -190,3 +190,35 @@ def test_bad_inputs_are_named():
         mla(x, mask=causal_mask(7), cache=cache)  # the cache makes n_k 14
     # ... while the cache itself is untouched by the refused calls
     assert cache[0].shape == (2, 7, LATENT)
+
+
+def test_garbage_the_mask_never_uses_reaches_no_gradient():
+    # probe 2026-11-28, D2: NaN in a padding token, or in a cached latent that
+    # every query masks, used to reach every projection's gradient (0 * NaN)
+    from attnbook import MultiHeadLatentAttention, causal_mask
+
+    torch.manual_seed(0)
+    for absorbed in (False, True):
+        model = MultiHeadLatentAttention(8, 2, 4, rope_dim=2)
+        x = torch.randn(2, 3, 8)
+        x[1, 2] = float("nan")
+        keep = causal_mask(3).expand(2, 1, 3, 3).clone()
+        keep[1, :, :, 2] = False
+        keep[1, :, 2, :] = False
+        before = x.clone()
+        out, _ = model(x, mask=keep, absorbed=absorbed)
+        out[:, :2].sum().backward()
+        for name, parameter in model.named_parameters():
+            assert torch.isfinite(parameter.grad).all(), name
+        assert torch.equal(x.isnan(), before.isnan())  # x not changed
+
+        model.zero_grad()
+        cache = (torch.randn(2, 3, 4), torch.randn(2, 3, 2))
+        cache[0][0, 1] = float("nan")
+        keep = torch.ones(2, 1, 1, 4, dtype=torch.bool)
+        keep[0, ..., 1] = False
+        out, _ = model(torch.randn(2, 1, 8), mask=keep, cache=cache)
+        assert torch.isfinite(out).all()
+        out.sum().backward()
+        for name, parameter in model.named_parameters():
+            assert torch.isfinite(parameter.grad).all(), name

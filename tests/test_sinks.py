@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from attnbook.core.masking import causal_mask
-from attnbook.measure.sinks import (
+from attnbook.experiments.sinks import (
     evict_keys_mask,
     mass_by_key_token,
     matched_random_keys,
@@ -117,7 +117,7 @@ def test_bad_input_is_named(call, error, name):
 
 
 def test_latest_key_mask_keeps_the_last_marked_key_before_each_query():
-    from attnbook.measure.sinks import latest_key_mask
+    from attnbook.experiments.sinks import latest_key_mask
 
     marked = torch.tensor([[False, True, False, False, True, False]])
     keep = latest_key_mask(marked)[0, 0]

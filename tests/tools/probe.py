@@ -1103,23 +1103,23 @@ SWEEP_RECORDS = [
 fn("experiments.kv_sharing.sweep_summary", records=SWEEP_RECORDS)
 fn("experiments.kv_sharing.arm_of", record={"name": "mha-seed1"})
 fn(
-    "measure.sinks.mass_by_key_token",
+    "experiments.sinks.mass_by_key_token",
     weights=lambda: R(2, 3, 5, 5).softmax(-1),
     tokens=lambda: torch.tensor([[0, 1, 2, 1, 0], [2, 2, 1, 0, 1]]),
     vocab_size=3,
     first_query=1,
 )
 fn(
-    "measure.sinks.evict_keys_mask",
+    "experiments.sinks.evict_keys_mask",
     evicted=lambda: torch.tensor([[True, False, True, False]]),
     window=2,
 )
 fn(
-    "measure.sinks.latest_key_mask",
+    "experiments.sinks.latest_key_mask",
     marked=lambda: torch.tensor([[True, False, True, False]]),
 )
 fn(
-    "measure.sinks.matched_random_keys",
+    "experiments.sinks.matched_random_keys",
     evicted=lambda: torch.tensor([[True, False, True, False]]),
     generator=lambda: G(),
 )

@@ -148,6 +148,35 @@ def _softmax_nonfinite(
     return torch.softmax(finite, dim=dim).masked_fill(~keep, 0.0)
 
 
+def positions_in_use(mask: torch.Tensor) -> tuple:
+    """Which queries keep some key, and which keys some query keeps.
+
+    mask: boolean, True = keep: (n_q, n_k), (h, n_q, n_k) or
+    (B, h, n_q, n_k) (any axis may be 1, as broadcasting allows).
+    Returns (queries_used (n_q,) or (B, n_q), keys_used (n_k,) or (B, n_k)):
+    a position is used if it is used in some head.
+    """
+    heads = 1 if mask.dim() == 4 else 0  # the heads' axis of a 3-D/4-D mask
+    keys_used = mask.any(-2) if mask.dim() >= 2 else mask
+    queries_used = mask.any(-1)
+    if mask.dim() >= 3:
+        keys_used, queries_used = keys_used.any(heads), queries_used.any(heads)
+    return queries_used, keys_used
+
+
+def zero_unused(x: torch.Tensor, used: torch.Tensor) -> torch.Tensor:
+    """x (..., n, E) with the rows where ``used`` (..., n) is False set to 0,
+    if x holds NaN or inf; x itself otherwise.
+
+    A token no output reads must reach no gradient either: a projection's
+    backward pass multiplies its garbage by a zero gradient, and 0 * NaN is
+    NaN in the weights' gradient. Zeroing it first keeps them finite.
+    """
+    if bool(torch.isfinite(x).all()):
+        return x
+    return torch.where(used.unsqueeze(-1), x, torch.zeros((), dtype=x.dtype))
+
+
 def lengths_to_mask(valid_lens, n: int) -> torch.Tensor:
     """Boolean mask that keeps the first ``valid_lens[...]`` of ``n``
     positions.

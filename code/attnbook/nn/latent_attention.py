@@ -52,6 +52,7 @@ from .._checks import (
     restores_rng_on_error,
 )
 from ..core.grouped_query import grouped_query_attention
+from ..core.masking import positions_in_use, zero_unused
 from ..core.rotary import apply_rotary
 from .multihead import merge_heads, split_heads
 
@@ -124,7 +125,7 @@ class MultiHeadLatentAttention(nn.Module):
         (B, n, E), cache (latent (B, m + n, d_c), rope_keys (B, m + n,
         d_h^R))).
         """
-        latent, rope_keys = self._extended_cache(x, cache, mask)
+        x, latent, rope_keys = self._extended_cache(x, cache, mask)
         queries, rope_queries = self._queries(x, latent.shape[1] - x.shape[1])
         attend = self._absorbed if absorbed else self._explicit
         heads = attend(queries, rope_queries, latent, rope_keys, mask)
@@ -172,18 +173,22 @@ class MultiHeadLatentAttention(nn.Module):
         return queries, apply_rotary(rope, _positions(x, start))
 
     def _extended_cache(self, x, cache, mask) -> tuple:
-        """The cache with x's latents and rotary keys appended, after checking
-        x, the cache and the mask."""
+        """(x, the cache with x's latents and rotary keys appended), after
+        checking x, the cache and the mask. NaN/inf in tokens the mask never
+        uses (padding, masked cached latents) is set to 0 first, so that it
+        reaches no gradient, as in ``MultiHeadAttention``."""
         self._check_x(x)
         m = 0 if cache is None else self._check_cache(cache, x)
         if mask is not None:
             require_multihead_mask(
                 mask, (x.shape[0],), self.num_heads, x.shape[1], m + x.shape[1]
             )
+            x, cache = _drop_unused_garbage(x, cache, mask, m)
         latent, rope_keys = self.compress(x, start=m)
         if cache is None:
-            return latent, rope_keys
+            return x, latent, rope_keys
         return (
+            x,
             torch.cat([cache[0], latent], dim=1),
             torch.cat([cache[1], rope_keys], dim=1),
         )
@@ -227,6 +232,18 @@ class MultiHeadLatentAttention(nn.Module):
             rope_keys.shape[1],
         )
         return latent.shape[1]
+
+
+def _drop_unused_garbage(x, cache, mask, m: int) -> tuple:
+    """x (B, n, E) and the cache of m positions with the tokens no query
+    uses set to 0 where they hold NaN/inf: x's token i is read as query i
+    and as key m + i; a cached position only as a key."""
+    queries_used, keys_used = positions_in_use(mask)
+    x = zero_unused(x, queries_used | keys_used[..., m:])
+    if cache is not None:
+        cached = keys_used[..., :m]
+        cache = (zero_unused(cache[0], cached), zero_unused(cache[1], cached))
+    return x, cache
 
 
 def _positions(x: torch.Tensor, start: int) -> torch.Tensor:

@@ -25,6 +25,7 @@ from .._checks import (
 )
 from ..core.attention import attention
 from ..core.grouped_query import grouped_query_attention
+from ..core.masking import positions_in_use, zero_unused
 from ..core.scoring import scaled_dot_score
 
 
@@ -55,31 +56,16 @@ def merge_heads(x: torch.Tensor) -> torch.Tensor:
 
 
 def _drop_unused_garbage(query, key, value, mask):
-    """The inputs with NaN/inf tokens that the mask never uses set to 0.
-
-    A key or value token no query keeps, and a query token that keeps no key,
-    reach no output; their garbage (padding) must reach no gradient either:
-    the projections' backward pass would multiply it by a zero gradient
-    (0 * NaN is NaN in W_q, W_k, W_v).
-    """
-    heads = 1 if mask.dim() == 4 else 0  # the heads' axis of a 3-D/4-D mask
-    keys_kept = mask.any(-2) if mask.dim() >= 2 else mask
-    queries_kept = mask.any(-1)
-    if mask.dim() >= 3:
-        keys_kept, queries_kept = keys_kept.any(heads), queries_kept.any(heads)
+    """The inputs with NaN/inf tokens that the mask never uses set to 0
+    (``zero_unused``): a key or value token no query keeps, and a query token
+    that keeps no key, reach no output, and their garbage (padding) must
+    reach no gradient either."""
+    queries_used, keys_used = positions_in_use(mask)
     return (
-        _zero_unused(query, queries_kept),
-        _zero_unused(key, keys_kept),
-        _zero_unused(value, keys_kept),
+        zero_unused(query, queries_used),
+        zero_unused(key, keys_used),
+        zero_unused(value, keys_used),
     )
-
-
-def _zero_unused(x: torch.Tensor, used: torch.Tensor) -> torch.Tensor:
-    """x (..., n, E) with the rows where ``used`` (..., n) is False set to 0,
-    if x holds NaN or inf; x itself otherwise."""
-    if bool(torch.isfinite(x).all()):
-        return x
-    return torch.where(used.unsqueeze(-1), x, torch.zeros((), dtype=x.dtype))
 
 
 def _check_sizes(embed_dim, num_heads, num_kv_heads) -> int:

@@ -24,8 +24,8 @@ from .._checks import (
     restores_rng_on_error,
 )
 from ..core.attention import attention
+from ..core.masking import zero_unused
 from ..core.scoring import scaled_dot_score
-from .multihead import _zero_unused
 
 
 class SelfAttention(nn.Module):
@@ -81,7 +81,7 @@ class SelfAttention(nn.Module):
         """
         self._check(x, mask)
         if mask is not None:  # garbage in tokens no query keeps: no gradient
-            x = _zero_unused(x, mask.any(-2) if mask.dim() >= 2 else mask)
+            x = zero_unused(x, mask.any(-2) if mask.dim() >= 2 else mask)
         queries, keys, values = self.project(x)
         return attention(
             queries, keys, values, score=scaled_dot_score, mask=mask
