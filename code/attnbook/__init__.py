@@ -8,6 +8,9 @@ layer and the ones below it (tests/test_layout.py checks it):
   core         attention as tensor functions: masking, scoring, attention,
                kernel regression, positional, rotary, long context (ALiBi,
                RoPE scaling), chunked, grouped-query
+  kernels      attention as Triton GPU kernels (FlashAttention-2 forward
+               and backward, Flash-Decoding, paged decoding), run by
+               Triton's interpreter on a CPU; triton is imported lazily
   nn           modules: multi-head (and grouped-query), latent and
                self-attention, the Transformer encoder and decoder, the RNN
                encoder-decoder, pointer networks, the attention-only
@@ -64,6 +67,7 @@ from .core.scoring import (
     scaled_dot_score,
 )
 from .display.figures import sharp_figures, show_heatmaps
+from .kernels.api import flash_attention, flash_decoding, paged_decoding
 from .display.listing import show_source
 from .measure.compare import agreement
 from .measure.head_scores import induction_score, previous_token_score
@@ -118,6 +122,8 @@ __all__ = [
     "causal_mask",
     "chunked_attention",
     "dot_score",
+    "flash_attention",
+    "flash_decoding",
     "gaussian_scores",
     "grouped_query_attention",
     "hard_attention",
@@ -131,6 +137,7 @@ __all__ = [
     "nadaraya_watson",
     "next_token_distribution",
     "padding_mask",
+    "paged_decoding",
     "position_shift_matrix",
     "pretrained_induction_models",
     "pretrained_language_model",
