@@ -119,7 +119,8 @@ def triton_softmax(scores):
     _check_kernel_tensor("scores", scores)
     if scores.dim() == 0 or scores.shape[-1] == 0:
         raise ValueError(
-            f"scores need shape (..., n) with n >= 1, got {tuple(scores.shape)}"
+            "scores need shape (..., n) with n >= 1, got "
+            f"{tuple(scores.shape)}"
         )
     rows = scores.reshape(-1, scores.shape[-1]).contiguous()
     return _kernels("softmax", rows).softmax(rows).view(scores.shape)
@@ -214,16 +215,15 @@ def _check_paged(query, key_pages, value_pages, block_table, lengths):
             f"{tuple(value_pages.shape)} must have one shape"
         )
     pages, heads, page_size, d = key_pages.shape
-    probe = key_pages[:1, :, :1].expand(query.shape[0], heads, 1, d)
-    if query.dim() == 4 and query.shape[0] > 0:
-        _check_attention(query, probe, probe, causal=False)
-    else:
-        _check_kernel_tensor("query", query)
-    if query.shape[1:] != (heads, 1, d):
+    _check_kernel_tensor("query", query)
+    wanted = (heads, 1, d)
+    if query.dim() != 4 or query.shape[0] == 0 or query.shape[1:] != wanted:
         raise ValueError(
             f"query must have shape (batch, {heads}, 1, {d}) to match the "
             f"pages {tuple(key_pages.shape)}, got {tuple(query.shape)}"
         )
+    probe = key_pages[:1, :, :1].expand(query.shape[0], heads, 1, d)
+    _check_attention(query, probe, probe, causal=False)
     batch = query.shape[0]
     for name, t in (("block_table", block_table), ("lengths", lengths)):
         require_tensor(name, t)

@@ -26,7 +26,7 @@ def split_kernel(
     lo = split * split_size
     hi = tl.minimum(lo + split_size, n_k)
     m = tl.full([], float("-inf"), tl.float32)  # running maximum
-    l = tl.zeros([], tl.float32)  # running sum
+    total = tl.zeros([], tl.float32)  # running sum
     acc = tl.zeros([BLOCK_D], tl.float32)
     for j in range(lo, hi, BLOCK_N):
         keys = j + tl.arange(0, BLOCK_N)
@@ -39,17 +39,17 @@ def split_kernel(
         m_new = tl.maximum(m, tl.max(s, 0))
         p = tl.exp(s - m_new)
         alpha = tl.exp(m - m_new)
-        l = l * alpha + tl.sum(p, 0)
+        total = total * alpha + tl.sum(p, 0)
         acc = acc * alpha + tl.sum(p[:, None] * v, 0)
         m = m_new
     part = bh * n_splits + split
-    tl.store(O_part + part * d + dims, acc / l, mask=dims < d)
-    tl.store(LSE_part + part, m + tl.log(l))
+    tl.store(O_part + part * d + dims, acc / total, mask=dims < d)
+    tl.store(LSE_part + part, m + tl.log(total))
 
 
 @triton.jit
 def merge_kernel(
-    O_part, LSE_part, O, d, n_splits,
+    O_part, LSE_part, Out, d, n_splits,
     BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr,
 ):  # fmt: skip
     bh = tl.program_id(0)
@@ -60,7 +60,7 @@ def merge_kernel(
     parts = tl.load(O_part + at[:, None] * d + dims[None, :], mask=ok, other=0)
     weight = tl.exp(lse - tl.max(lse, 0))  # each split's share of the sum
     out = tl.sum(weight[:, None] * parts, 0) / tl.sum(weight, 0)
-    tl.store(O + bh * d + dims, out.to(O.dtype.element_ty), mask=dims < d)
+    tl.store(Out + bh * d + dims, out.to(Out.dtype.element_ty), mask=dims < d)
 
 
 def flash_decode(q, k, v, split_size: int, blocks=None):

@@ -1,12 +1,13 @@
 """FlashAttention-2's forward pass as a Triton kernel (Dao 2023, Algorithm 1).
 
-One program per (block of BLOCK_M queries, batch-head). It keeps its queries,
-the running maximum m, the running sum l and the output accumulator in
-registers while blocks of BLOCK_N keys and values stream past (chapter 11's
-online softmax), and writes the output and the log-sum-exp L = m + log l,
-which is all the backward pass needs. With ``CAUSAL`` the loop stops at the
-diagonal: blocks above it are never loaded (block skipping), and only the
-blocks that straddle the diagonal or the end of the keys are masked.
+One program per (block of BLOCK_M queries, batch-head). It keeps its
+queries, the running maximum m, the running sum of exponentials (ℓ in
+chapter 11) and the output accumulator in registers while blocks of BLOCK_N
+keys and values stream past (chapter 11's online softmax), and writes the
+output and the log-sum-exp L = m + log ℓ, all the backward pass needs.
+With ``CAUSAL`` the loop stops at the diagonal: blocks above it are never
+loaded (block skipping), and only the blocks that straddle the diagonal or
+the end of the keys are masked.
 Scores are kept in base 2 (exp2 is the GPU's native exponential):
 2^(s log2 e) = e^s.
 """
@@ -20,7 +21,7 @@ LOG2_E = 1.4426950408889634
 
 @triton.jit
 def flash_forward_kernel(
-    Q, K, V, O, LSE, n_q, n_k, d, scale,
+    Q, K, V, Out, LSE, n_q, n_k, d, scale,
     CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
 ):  # fmt: skip
@@ -31,7 +32,7 @@ def flash_forward_kernel(
     q_ok = (rows[:, None] < n_q) & (dims[None, :] < d)
     q = tl.load(Q + rows[:, None] * d + dims[None, :], mask=q_ok, other=0.0)
     m = tl.full([BLOCK_M], float("-inf"), tl.float32)  # running maximum
-    l = tl.zeros([BLOCK_M], tl.float32)  # running sum of exponentials
+    total = tl.zeros([BLOCK_M], tl.float32)  # running sum of exponentials
     acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)  # running sum of p v
     offset = n_k - n_q  # query i sits at position i + offset (bottom right)
     end, unmasked = n_k, n_k // BLOCK_N * BLOCK_N
@@ -53,14 +54,14 @@ def flash_forward_kernel(
         m_new = tl.maximum(m, tl.max(s, 1))
         p = tl.exp2(s - m_new[:, None])
         alpha = tl.exp2(m - m_new)  # rescales what was summed so far
-        l = l * alpha + tl.sum(p, 1)
+        total = total * alpha + tl.sum(p, 1)
         pv = tl.dot(p.to(v.dtype), v, input_precision=PRECISION)
         acc = acc * alpha[:, None] + pv
         m = m_new
-    out = acc / l[:, None]
-    tl.store(O + bh * n_q * d + rows[:, None] * d + dims[None, :],
-             out.to(O.dtype.element_ty), mask=q_ok)  # fmt: skip
-    lse = (m + tl.log2(l)) / 1.4426950408889634  # back to base e
+    out = acc / total[:, None]
+    tl.store(Out + bh * n_q * d + rows[:, None] * d + dims[None, :],
+             out.to(Out.dtype.element_ty), mask=q_ok)  # fmt: skip
+    lse = (m + tl.log2(total)) / 1.4426950408889634  # back to base e
     tl.store(LSE + bh * n_q + rows, lse, mask=rows < n_q)
 
 

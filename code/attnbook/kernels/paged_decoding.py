@@ -16,7 +16,7 @@ from ._launch import launch, tl, triton
 
 @triton.jit
 def paged_kernel(
-    Q, K_pages, V_pages, Table, Lengths, O, heads, d, scale, table_width,
+    Q, K_pages, V_pages, Table, Lengths, Out, heads, d, scale, table_width,
     PAGE: tl.constexpr, BLOCK_D: tl.constexpr,
 ):  # fmt: skip
     seq, head = tl.program_id(0), tl.program_id(1)
@@ -25,7 +25,7 @@ def paged_kernel(
     q = tl.load(Q + bh * d + dims, mask=dims < d, other=0.0).to(tl.float32)
     length = tl.load(Lengths + seq)
     m = tl.full([], float("-inf"), tl.float32)  # running maximum
-    l = tl.zeros([], tl.float32)  # running sum
+    total = tl.zeros([], tl.float32)  # running sum
     acc = tl.zeros([BLOCK_D], tl.float32)
     for page in range(0, tl.cdiv(length, PAGE)):
         physical = tl.load(Table + seq * table_width + page)  # the lookup
@@ -39,10 +39,10 @@ def paged_kernel(
         m_new = tl.maximum(m, tl.max(s, 0))
         p = tl.exp(s - m_new)
         alpha = tl.exp(m - m_new)
-        l = l * alpha + tl.sum(p, 0)
+        total = total * alpha + tl.sum(p, 0)
         acc = acc * alpha + tl.sum(p[:, None] * v.to(tl.float32), 0)
         m = m_new
-    tl.store(O + bh * d + dims, (acc / l).to(O.dtype.element_ty),
+    tl.store(Out + bh * d + dims, (acc / total).to(Out.dtype.element_ty),
              mask=dims < d)  # fmt: skip
 
 
