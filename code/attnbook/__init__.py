@@ -67,8 +67,8 @@ from .core.scoring import (
     scaled_dot_score,
 )
 from .display.figures import sharp_figures, show_heatmaps
-from .kernels.api import flash_attention, flash_decoding, paged_decoding
 from .display.listing import show_source
+from .kernels.api import flash_attention, flash_decoding, paged_decoding
 from .measure.compare import agreement
 from .measure.head_scores import induction_score, previous_token_score
 from .measure.kv_cache import kv_cache_bytes, mla_cache_bytes
