@@ -90,6 +90,8 @@ def main() -> int:
     for dtype in dtypes:
         for causal in (False, True):
             for size in sizes:
+                if dtype == torch.float32 and size[-1] == 128 and not DRY:
+                    continue  # fewer compilations: d = 128 in 16 bits only
                 check_flash(*size, dtype, causal)
     n_cache = 300 if DRY else 5000
     q, k, v = (t.detach() for t in qkv(2, 8, 1, n_cache, 128, torch.float16))

@@ -94,12 +94,10 @@ def dq_kernel(
     tl.store(dQ + q_at, dq.to(dQ.dtype.element_ty), mask=q_ok)
 
 
-DKDV_GPU_BLOCKS = [  # (BLOCK_M, BLOCK_N), num_warps, num_stages
-    ((32, 64), 4, 3), ((64, 64), 4, 2), ((32, 128), 8, 2), ((64, 128), 8, 2),
+DKDV_GPU_BLOCKS = [  # (BLOCK_M, BLOCK_N), num_warps, num_stages: autotuned
+    ((32, 128), 4, 3), ((64, 64), 4, 3),
 ]  # fmt: skip
-DQ_GPU_BLOCKS = [
-    ((64, 32), 4, 3), ((128, 32), 4, 3), ((64, 64), 4, 2), ((128, 64), 8, 2),
-]  # fmt: skip
+DQ_GPU_BLOCKS = [((128, 32), 4, 3), ((64, 64), 4, 3)]
 
 
 def flash_backward(q, k, v, out, lse, grad_out, causal: bool, blocks=None):

@@ -65,9 +65,8 @@ def flash_forward_kernel(
     tl.store(LSE + bh * n_q + rows, lse, mask=rows < n_q)
 
 
-GPU_BLOCKS = [  # (BLOCK_M, BLOCK_N), num_warps, num_stages
-    ((128, 64), 4, 3), ((128, 64), 8, 3), ((128, 128), 8, 3),
-    ((64, 64), 4, 3), ((128, 32), 4, 4),
+GPU_BLOCKS = [  # (BLOCK_M, BLOCK_N), num_warps, num_stages: autotuned
+    ((128, 64), 4, 3), ((128, 64), 8, 3), ((64, 64), 4, 4),
 ]  # fmt: skip
 
 
