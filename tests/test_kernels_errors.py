@@ -67,7 +67,7 @@ def paged_inputs():
         (lambda a: (*a[:3], a[3].float(), a[4]), TypeError, "integers"),
         (lambda a: (*a[:3], a[3][:1], a[4]), ValueError, "block_table"),
         (lambda a: (*a[:3], a[3] + 100, a[4]), ValueError, "outside"),
-        (lambda a: (*a[:4], a[4] * 0), ValueError, "between 1 and 24"),
+        (lambda a: (*a[:4], a[4] * 0), ValueError, "lengths must be between 1 and 24"),
         (lambda a: (*a[:4], a[4][:1]), ValueError, "lengths must"),
     ],
 )  # fmt: skip
@@ -75,3 +75,23 @@ def test_bad_paged_input_is_refused(change, error, words):
     args = change(paged_inputs())
     with pytest.raises(error, match=words):
         paged_decoding(*args)
+
+
+def test_a_problem_too_big_for_the_interpreter_is_refused():
+    if torch.cuda.is_available():
+        pytest.skip("CPU tensors only")
+    q = torch.zeros(1, 1, 1, 64).expand(1, 64, 2048, 64)
+    with pytest.raises(ValueError, match="interpreter"):
+        flash_attention(q, q, q)
+    with pytest.raises(ValueError, match="interpreter"):
+        triton_softmax(torch.zeros(1, 1).expand(2**20, 256))
+
+
+def test_bad_key_pages_are_named():
+    q, key_pages, value_pages, table, lengths = paged_inputs()
+    bad = key_pages.clone()
+    bad[-1, 0, 0, 0] = math.nan  # the last page: a full check finds it
+    with pytest.raises(ValueError, match="key_pages holds NaN"):
+        paged_decoding(q, bad, value_pages, table, lengths)
+    with pytest.raises(ValueError, match="key_pages torch.float16"):
+        paged_decoding(q, key_pages.half(), value_pages, table, lengths)

@@ -4,7 +4,8 @@ decoding split and the paged cache, the roofline, and the GPU timings."""
 import matplotlib.pyplot as plt
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
-from ..kernels.tiles import FULL, MASKED, SKIPPED, kernel_tiles
+from .._checks import require_int_in, require_positive
+from ..kernels.tiles import FULL, MASKED, SKIPPED, kernel_tiles, tile_counts
 
 TILE_COLOURS = {SKIPPED: "0.93", FULL: "#4c8cc4", MASKED: "#f0a04b"}
 TILE_NAMES = {
@@ -48,6 +49,14 @@ def _arrow(ax, start, end, colour="0.25"):
 def draw_tiles(ax, tiles, highlight_row=None):
     """The tiles (query blocks down, key blocks across) coloured by class;
     ``highlight_row``: one program's row, outlined."""
+    tile_counts(tiles)  # checks: a 2-D int8 grid of tile classes
+    if tiles.numel() > 64 * 64 or tiles.min() < 0 or tiles.max() > 2:
+        raise ValueError(
+            "tiles must hold at most 64 x 64 classes 0, 1, 2 (SKIPPED, FULL, "
+            f"MASKED), got shape {tuple(tiles.shape)}"
+        )
+    if highlight_row is not None:
+        require_int_in("highlight_row", highlight_row, 0, tiles.shape[0] - 1)
     rows, cols = tiles.shape
     for i in range(rows):
         for j in range(cols):
@@ -75,6 +84,8 @@ def draw_kernel_grid(blocks: int = 6, row: int = 3):
     registers while K_j, V_j stream in from HBM, left to right, up to the
     diagonal. Right: the launch grid, one program per (query block, head).
     Returns the figure."""
+    require_int_in("blocks", blocks, 2, 16)
+    require_int_in("row", row, 0, blocks - 1)
     fig, (left, right) = plt.subplots(
         1, 2, figsize=(8.6, 3.7), gridspec_kw={"width_ratios": [1.25, 1]}
     )
@@ -155,6 +166,8 @@ def draw_decoding(splits: int = 4, pages: int = 6):
     each writing (o_s, L_s), merged by their log-sum-exp. Bottom: a paged
     cache, logical pages mapped to shuffled physical pages by the block
     table. Returns the figure."""
+    require_int_in("splits", splits, 1, 8)
+    require_int_in("pages", pages, 1, 6)
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8.6, 4.6))
     width = 8.0 / splits
     for s in range(splits):
@@ -256,6 +269,11 @@ def plot_roofline(peak_tflops, bandwidth_tbs, points, measured=(), title=""):
     figure."""
     import numpy as np
 
+    require_positive("peak_tflops", peak_tflops)
+    require_positive("bandwidth_tbs", bandwidth_tbs)
+    _require_points("points", points, 2)
+    _require_points("measured", measured, 3)
+
     fig, ax = plt.subplots(figsize=(7.2, 3.6))
     x = np.logspace(-1, 4, 200)
     ax.loglog(x, np.minimum(peak_tflops, x * bandwidth_tbs), color="k", lw=1.5)
@@ -287,6 +305,13 @@ def plot_roofline(peak_tflops, bandwidth_tbs, points, measured=(), title=""):
 def plot_gpu_timings(rows_by_name: dict, title: str = ""):
     """Milliseconds against n (log-log), one line per implementation:
     ``rows_by_name`` maps a label to [(n, ms), ...]. Returns the figure."""
+    if not isinstance(rows_by_name, dict) or not rows_by_name:
+        raise TypeError(
+            "rows_by_name must be a non-empty dict of label -> [(n, ms)], "
+            f"got {type(rows_by_name).__name__}"
+        )
+    for points in rows_by_name.values():
+        _require_points("rows_by_name's values", points, 2)
     fig, ax = plt.subplots(figsize=(7.2, 3.6))
     for k, (name, points) in enumerate(rows_by_name.items()):
         ns, ms = zip(*points)
@@ -300,3 +325,23 @@ def plot_gpu_timings(rows_by_name: dict, title: str = ""):
     ax.legend(fontsize=7.5)
     fig.tight_layout()
     return fig
+
+
+def _require_points(name: str, points, size: int) -> None:
+    """A list of tuples of ``size``: a label or n first, then numbers."""
+    ok = isinstance(points, (list, tuple)) and all(
+        isinstance(p, tuple)
+        and len(p) == size
+        and all(
+            isinstance(x, (int, float))
+            and not isinstance(x, bool)
+            and 0 < x < 1e30
+            for x in p[1:]
+        )
+        for p in points
+    )
+    if not ok:
+        raise ValueError(
+            f"{name} must be a list of {size}-tuples (a label, then positive "
+            f"numbers), got {str(points):.60}"
+        )

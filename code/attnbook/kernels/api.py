@@ -56,7 +56,7 @@ def flash_decoding(query, keys, values, split_size: int = 64):
     keys and values (batch, heads, n_k, d), split into parts of
     ``split_size`` keys that separate programs attend to; the parts are
     merged by their log-sum-exp. Returns the output (batch, heads, 1, d)."""
-    _check_attention(query, keys, values, causal=False)
+    _check_attention(query, keys, values, False, ("query", "keys", "values"))
     if query.shape[2] != 1:
         raise ValueError(
             f"query must hold one position, shape (batch, heads, 1, d), got "
@@ -92,8 +92,13 @@ def paged_cache(keys, values, page_size: int, generator=None):
     (batch, ceil(n / page_size)), lengths (batch,)), as a serving system
     would hold them. ``generator`` shuffles the pages (torch's global random
     state is left alone)."""
-    _check_attention(keys, keys, values, causal=False)
+    _check_attention(keys, keys, values, False, ("keys", "keys", "values"))
     require_int("page_size", page_size)
+    if page_size > keys.shape[2]:
+        raise ValueError(
+            f"page_size = {page_size} is longer than the {keys.shape[2]} "
+            "positions of keys"
+        )
     batch, heads, n, d = keys.shape
     width = -(-n // page_size)
     pad = width * page_size - n
@@ -122,6 +127,7 @@ def triton_softmax(scores):
             "scores need shape (..., n) with n >= 1, got "
             f"{tuple(scores.shape)}"
         )
+    _require_interpretable({"scores": scores}, scores.numel())
     rows = scores.reshape(-1, scores.shape[-1]).contiguous()
     return _kernels("softmax", rows).softmax(rows).view(scores.shape)
 
@@ -159,8 +165,10 @@ def _check_kernel_tensor(name: str, t) -> None:
         )
 
 
-def _check_attention(queries, keys, values, causal) -> None:
-    named = {"queries": queries, "keys": keys, "values": values}
+def _check_attention(
+    queries, keys, values, causal, names=("queries", "keys", "values")
+) -> None:
+    named = dict(zip(names, (queries, keys, values)))
     for name, t in named.items():
         _check_kernel_tensor(name, t)
         if t.dim() != 4 or 0 in t.shape:
@@ -177,13 +185,14 @@ def _check_attention(queries, keys, values, causal) -> None:
         )
         raise ValueError(f"the inputs must share a dtype and device: {listed}")
     b, h, n_q, d = queries.shape
+    q_name, k_name, v_name = names
     if keys.shape != values.shape or keys.shape[:2] != (b, h):
         raise ValueError(
-            "keys and values must have one shape, with the queries' batch and "
-            f"heads: got {shapes}"
+            f"{k_name} and {v_name} must have one shape, with the "
+            f"{q_name}' batch and heads: got {shapes}"
         )
     if keys.shape[3] != d:
-        raise ValueError(f"queries and keys must share d: got {shapes}")
+        raise ValueError(f"{q_name} and {k_name} must share d: got {shapes}")
     if d > MAX_HEAD_SIZE:
         raise ValueError(
             f"head size d = {d} is above {MAX_HEAD_SIZE}: a block of queries, "
@@ -191,6 +200,7 @@ def _check_attention(queries, keys, values, causal) -> None:
         )
     if not isinstance(causal, bool):
         raise TypeError(f"causal must be True or False, got {causal!r:.40}")
+    _require_interpretable(named, b * h * n_q * keys.shape[2] * d)
     if causal and n_q > keys.shape[2]:
         raise ValueError(
             f"causal attention needs n_q <= n_k (the queries are the last "
@@ -202,11 +212,16 @@ def _check_attention(queries, keys, values, causal) -> None:
 
 
 def _check_paged(query, key_pages, value_pages, block_table, lengths):
-    for name, t in (("key_pages", key_pages), ("value_pages", value_pages)):
+    named = {
+        "query": query,
+        "key_pages": key_pages,
+        "value_pages": value_pages,
+    }
+    for name, t in named.items():
         _check_kernel_tensor(name, t)
         if t.dim() != 4 or 0 in t.shape:
             raise ValueError(
-                f"{name} must have shape (pages, heads, page_size, d), got "
+                f"{name} must have 4 dimensions, none of them 0, got "
                 f"{tuple(t.shape)}"
             )
     if key_pages.shape != value_pages.shape:
@@ -215,15 +230,19 @@ def _check_paged(query, key_pages, value_pages, block_table, lengths):
             f"{tuple(value_pages.shape)} must have one shape"
         )
     pages, heads, page_size, d = key_pages.shape
-    _check_kernel_tensor("query", query)
-    wanted = (heads, 1, d)
-    if query.dim() != 4 or query.shape[0] == 0 or query.shape[1:] != wanted:
+    if query.shape[1:] != (heads, 1, d):
         raise ValueError(
             f"query must have shape (batch, {heads}, 1, {d}) to match the "
             f"pages {tuple(key_pages.shape)}, got {tuple(query.shape)}"
         )
-    probe = key_pages[:1, :, :1].expand(query.shape[0], heads, 1, d)
-    _check_attention(query, probe, probe, causal=False)
+    if (
+        len({t.dtype for t in named.values()}) > 1
+        or len({t.device for t in named.values()}) > 1
+    ):
+        listed = ", ".join(
+            f"{n} {t.dtype} on {t.device}" for n, t in named.items()
+        )
+        raise ValueError(f"the inputs must share a dtype and device: {listed}")
     batch = query.shape[0]
     for name, t in (("block_table", block_table), ("lengths", lengths)):
         require_tensor(name, t)
@@ -233,9 +252,13 @@ def _check_paged(query, key_pages, value_pages, block_table, lengths):
             raise ValueError(
                 f"{name} is on {t.device}, the query on {query.device}"
             )
-    if block_table.dim() != 2 or block_table.shape[0] != batch:
+    if (
+        block_table.dim() != 2
+        or block_table.shape[0] != batch
+        or (block_table.shape[1] == 0)
+    ):
         raise ValueError(
-            f"block_table must have shape ({batch}, width), got "
+            f"block_table must have shape ({batch}, width), width >= 1, got "
             f"{tuple(block_table.shape)}"
         )
     if lengths.shape != (batch,):
@@ -245,7 +268,7 @@ def _check_paged(query, key_pages, value_pages, block_table, lengths):
     capacity = block_table.shape[1] * page_size
     if (lengths < 1).any() or (lengths > capacity).any():
         raise ValueError(
-            f"every length must be between 1 and {capacity} (the block "
+            f"lengths must be between 1 and {capacity} (the block "
             f"table's {block_table.shape[1]} pages of {page_size}), got "
             f"{lengths.tolist()}"
         )
@@ -255,4 +278,25 @@ def _check_paged(query, key_pages, value_pages, block_table, lengths):
         raise ValueError(
             f"block_table names a page outside 0 .. {pages - 1}: "
             f"{block_table.tolist()}"
+        )
+    _require_interpretable(named, key_pages.numel())
+    for name, t in named.items():
+        if not torch.isfinite(t).all():
+            raise ValueError(f"{name} holds NaN or infinite numbers")
+
+
+INTERPRETER_LIMIT = 2**27  # multiply-adds the interpreter does in ~a minute
+
+
+def _require_interpretable(named: dict, work: int) -> None:
+    """On the CPU (Triton's interpreter, which runs every program in
+    Python), refuse a problem that would take many minutes."""
+    tensor = next(iter(named.values()))
+    if tensor.device.type == "cpu" and work > INTERPRETER_LIMIT:
+        listed = ", ".join(f"{n} {tuple(t.shape)}" for n, t in named.items())
+        raise ValueError(
+            f"{listed}: about {work:.1e} multiply-adds, too many for "
+            "Triton's interpreter on the CPU (at most "
+            f"{INTERPRETER_LIMIT:.1e}; it runs every program in Python): use "
+            "smaller sizes, or a GPU"
         )

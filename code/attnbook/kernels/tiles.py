@@ -13,7 +13,9 @@ two agree (tests/test_kernel_tiles.py).
 
 import torch
 
-from .._checks import require_int
+from .._checks import require_int, require_tensor
+
+MAX_TILES = 2**20
 
 SKIPPED, FULL, MASKED = 0, 1, 2
 
@@ -29,6 +31,7 @@ def kernel_tiles(n_q, n_k, block_m, block_n, causal: bool) -> torch.Tensor:
     ):
         require_int(name, value)
     rows, cols = -(-n_q // block_m), -(-n_k // block_n)
+    _require_few_tiles(rows, cols)
     tiles = torch.full((rows, cols), SKIPPED, dtype=torch.int8)
     offset = n_k - n_q
     for i in range(rows):
@@ -47,8 +50,10 @@ def mask_tiles(keep: torch.Tensor, block_m: int, block_n: int):
     keep-mask (n_q, n_k), True = keep."""
     require_int("block_m", block_m)
     require_int("block_n", block_n)
+    _require_tile_grid("keep", keep, torch.bool, limit=2**26)
     n_q, n_k = keep.shape
     rows, cols = -(-n_q // block_m), -(-n_k // block_n)
+    _require_few_tiles(rows, cols)
     # Padded rows count as kept: the kernel computes them and drops them at
     # the store, so they never need a mask; padded keys do.
     padded = torch.ones(rows * block_m, cols * block_n, dtype=torch.bool)
@@ -68,8 +73,31 @@ def mask_tiles(keep: torch.Tensor, block_m: int, block_n: int):
 
 def tile_counts(tiles: torch.Tensor) -> dict:
     """How many tiles are skipped, full and masked."""
+    _require_tile_grid("tiles", tiles, torch.int8)
     return {
         "skipped": int((tiles == SKIPPED).sum()),
         "full": int((tiles == FULL).sum()),
         "masked": int((tiles == MASKED).sum()),
     }
+
+
+def _require_tile_grid(name: str, grid, dtype, limit=MAX_TILES) -> None:
+    require_tensor(name, grid)
+    if grid.dtype != dtype or grid.dim() != 2 or 0 in grid.shape:
+        raise ValueError(
+            f"{name} must be a non-empty 2-D {dtype} tensor, got "
+            f"{grid.dtype} of shape {tuple(grid.shape)}"
+        )
+    if grid.numel() > limit:
+        raise ValueError(
+            f"{name} of shape {tuple(grid.shape)} has more than {limit:,} "
+            "entries"
+        )
+
+
+def _require_few_tiles(rows: int, cols: int) -> None:
+    if rows * cols > MAX_TILES:
+        raise ValueError(
+            f"{rows:,} x {cols:,} tiles: more than {MAX_TILES:,}; use "
+            "larger blocks or a shorter sequence"
+        )
