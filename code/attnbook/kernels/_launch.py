@@ -4,8 +4,9 @@
 interpreter on the CPU when the environment variable ``TRITON_INTERPRET`` is
 1 *when triton is imported* (its own library functions, ``tl.max`` and
 ``tl.sum`` among them, are defined then, in that mode). So every kernel
-module imports triton from here: on a machine without CUDA, and unless the
-reader set the variable, this module sets it to 1 before importing triton.
+module imports triton from here: on a machine without CUDA this module sets
+the variable to 1 before importing triton (and re-imports triton's Python
+modules if something, torch itself, imported them first in compiled mode).
 The mode is then fixed for the process; ``check_device`` says so clearly
 when a tensor does not fit it. ``import attnbook`` never imports this
 module: only the first kernel call does.
@@ -22,9 +23,30 @@ if importlib.util.find_spec("triton") is None:
         "the book's kernels need the triton package (pip install triton; "
         "on a CPU, triton runs them with its interpreter)"
     )
-if "triton" not in sys.modules and not torch.cuda.is_available():
-    os.environ.setdefault("TRITON_INTERPRET", "1")
 
+
+def _prepare_triton() -> None:
+    """Set ``TRITON_INTERPRET=1`` on a machine without CUDA. If triton was
+    already imported in compiled mode (torch imports it for some operations,
+    e.g. on the meta device), drop its Python modules so that the import
+    below loads them again, interpreted (its compiled core, ``triton._C``,
+    stays)."""
+    if not torch.cuda.is_available():
+        os.environ["TRITON_INTERPRET"] = "1"
+    standard = sys.modules.get("triton.language.standard")
+    if (
+        os.environ.get("TRITON_INTERPRET") == "1"
+        and standard is not None
+        and type(standard.max).__name__ != "InterpretedFunction"
+    ):
+        for name in list(sys.modules):
+            if name.split(".")[0] == "triton" and not name.startswith(
+                "triton._C"
+            ):
+                del sys.modules[name]
+
+
+_prepare_triton()
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
