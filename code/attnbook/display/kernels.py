@@ -49,6 +49,10 @@ def _arrow(ax, start, end, colour="0.25"):
 def draw_tiles(ax, tiles, highlight_row=None):
     """The tiles (query blocks down, key blocks across) coloured by class;
     ``highlight_row``: one program's row, outlined."""
+    if not isinstance(ax, plt.Axes):
+        raise TypeError(
+            f"ax must be a matplotlib Axes, got {type(ax).__name__}"
+        )
     tile_counts(tiles)  # checks: a 2-D int8 grid of tile classes
     if tiles.numel() > 64 * 64 or tiles.min() < 0 or tiles.max() > 2:
         raise ValueError(
@@ -269,8 +273,13 @@ def plot_roofline(peak_tflops, bandwidth_tbs, points, measured=(), title=""):
     figure."""
     import numpy as np
 
-    require_positive("peak_tflops", peak_tflops)
-    require_positive("bandwidth_tbs", bandwidth_tbs)
+    for name, value in (
+        ("peak_tflops", peak_tflops),
+        ("bandwidth_tbs", bandwidth_tbs),
+    ):
+        require_positive(name, value)
+        if value > 1e9:
+            raise ValueError(f"{name} = {value:.3g} is beyond any chip")
     _require_points("points", points, 2)
     _require_points("measured", measured, 3)
 

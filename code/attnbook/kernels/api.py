@@ -12,7 +12,12 @@ import importlib
 
 import torch
 
-from .._checks import require_float, require_int, require_tensor
+from .._checks import (
+    require_float,
+    require_generator,
+    require_int,
+    require_tensor,
+)
 
 MAX_HEAD_SIZE = 128
 KERNEL_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -90,10 +95,11 @@ def paged_cache(keys, values, page_size: int, generator=None):
     """keys and values (batch, heads, n, d) scattered into shuffled pages:
     (key_pages, value_pages (pages, heads, page_size, d), block_table
     (batch, ceil(n / page_size)), lengths (batch,)), as a serving system
-    would hold them. ``generator`` shuffles the pages (torch's global random
-    state is left alone)."""
+    would hold them. ``generator`` shuffles the pages; None: a fixed
+    shuffle (seed 0). Torch's global random state is left alone."""
     _check_attention(keys, keys, values, False, ("keys", "keys", "values"))
     require_int("page_size", page_size)
+    require_generator("generator", generator, allow_none=True)
     if page_size > keys.shape[2]:
         raise ValueError(
             f"page_size = {page_size} is longer than the {keys.shape[2]} "
@@ -108,6 +114,8 @@ def paged_cache(keys, values, page_size: int, generator=None):
         t = t.view(batch, heads, width, page_size, d).transpose(1, 2)
         return t.reshape(batch * width, heads, page_size, d)
 
+    if generator is None:
+        generator = torch.Generator().manual_seed(0)
     order = torch.randperm(batch * width, generator=generator)
     key_pages, value_pages = torch.empty_like(pages(keys)), None
     key_pages[order] = pages(keys)
@@ -127,7 +135,8 @@ def triton_softmax(scores):
             "scores need shape (..., n) with n >= 1, got "
             f"{tuple(scores.shape)}"
         )
-    _require_interpretable({"scores": scores}, scores.numel())
+    rows = scores.numel() // scores.shape[-1]  # a program each
+    _require_interpretable({"scores": scores}, scores.numel() + rows * 2**11)
     rows = scores.reshape(-1, scores.shape[-1]).contiguous()
     return _kernels("softmax", rows).softmax(rows).view(scores.shape)
 

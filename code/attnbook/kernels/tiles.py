@@ -13,7 +13,7 @@ two agree (tests/test_kernel_tiles.py).
 
 import torch
 
-from .._checks import require_int, require_tensor
+from .._checks import require_int, require_int_in, require_tensor
 
 MAX_TILES = 2**20
 
@@ -31,7 +31,7 @@ def kernel_tiles(n_q, n_k, block_m, block_n, causal: bool) -> torch.Tensor:
     ):
         require_int(name, value)
     rows, cols = -(-n_q // block_m), -(-n_k // block_n)
-    _require_few_tiles(rows, cols)
+    _require_few_tiles(rows, cols, "n_q, n_k, block_m and block_n")
     tiles = torch.full((rows, cols), SKIPPED, dtype=torch.int8)
     offset = n_k - n_q
     for i in range(rows):
@@ -48,12 +48,12 @@ def kernel_tiles(n_q, n_k, block_m, block_n, causal: bool) -> torch.Tensor:
 def mask_tiles(keep: torch.Tensor, block_m: int, block_n: int):
     """(query blocks, key blocks) of SKIPPED / FULL / MASKED for a boolean
     keep-mask (n_q, n_k), True = keep."""
-    require_int("block_m", block_m)
-    require_int("block_n", block_n)
     _require_tile_grid("keep", keep, torch.bool, limit=2**26)
     n_q, n_k = keep.shape
+    require_int_in("block_m", block_m, 1, 2**16)
+    require_int_in("block_n", block_n, 1, 2**16)
     rows, cols = -(-n_q // block_m), -(-n_k // block_n)
-    _require_few_tiles(rows, cols)
+    _require_few_tiles(rows, cols, "keep, block_m and block_n")
     # Padded rows count as kept: the kernel computes them and drops them at
     # the store, so they never need a mask; padded keys do.
     padded = torch.ones(rows * block_m, cols * block_n, dtype=torch.bool)
@@ -95,9 +95,9 @@ def _require_tile_grid(name: str, grid, dtype, limit=MAX_TILES) -> None:
         )
 
 
-def _require_few_tiles(rows: int, cols: int) -> None:
+def _require_few_tiles(rows: int, cols: int, names="the sizes") -> None:
     if rows * cols > MAX_TILES:
         raise ValueError(
-            f"{rows:,} x {cols:,} tiles: more than {MAX_TILES:,}; use "
-            "larger blocks or a shorter sequence"
+            f"{names} give {rows:,} x {cols:,} tiles, more than "
+            f"{MAX_TILES:,}: use larger blocks or a shorter sequence"
         )
