@@ -305,7 +305,7 @@ def plot_roofline(peak_tflops, bandwidth_tbs, points, measured=(), title=""):
     ax.set_xlabel("arithmetic intensity (FLOPs per byte of HBM traffic)")
     ax.set_ylabel("TFLOP/s")
     ax.set_ylim(0.3, peak_tflops * 2)
-    ax.set_title(title, fontsize=9)
+    ax.set_title(_checked_title(title), fontsize=9)
     ax.legend(fontsize=7.5, loc="lower right")
     fig.tight_layout()
     return fig
@@ -330,7 +330,7 @@ def plot_gpu_timings(rows_by_name: dict, title: str = ""):
     ax.set_xticks(ns, [f"{n:,}" for n in ns])
     ax.set_xlabel("sequence length n")
     ax.set_ylabel("milliseconds (median)")
-    ax.set_title(title, fontsize=9)
+    ax.set_title(_checked_title(title), fontsize=9)
     ax.legend(fontsize=7.5)
     fig.tight_layout()
     return fig
@@ -354,3 +354,12 @@ def _require_points(name: str, points, size: int) -> None:
             f"{name} must be a list of {size}-tuples (a label, then positive "
             f"numbers), got {str(points):.60}"
         )
+
+
+def _checked_title(title) -> str:
+    if not isinstance(title, str) or len(title) > 200:
+        raise ValueError(
+            f"title must be a string of at most 200 characters, got "
+            f"{str(title):.40}"
+        )
+    return title

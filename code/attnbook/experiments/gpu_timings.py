@@ -39,6 +39,13 @@ def timing_rows(results: dict, **where) -> list:
     """The rows of ``results`` (every run's) whose fields equal ``where``,
     e.g. ``timing_rows(r, dtype="bfloat16", n=16384)``; each row also names
     its run and the run's setting (batch, heads, d)."""
+    if not isinstance(results, dict) or not (
+        "runs" in results or "rows" in results
+    ):
+        raise TypeError(
+            "results must be a dict as h200_measurement() or gpu_benchmark() "
+            f"return (with 'runs' or 'rows'), got {str(results):.60}"
+        )
     runs = results.get("runs") or [results]
     found = []
     for run in runs:
