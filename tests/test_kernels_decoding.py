@@ -74,3 +74,11 @@ def test_triton_softmax_equals_torch(shape):
     x = torch.randn(shape, generator=torch.Generator().manual_seed(0))
     x = x.to(DEVICE)
     assert torch.allclose(triton_softmax(x), x.softmax(-1), atol=1e-7)
+
+
+def test_paged_cache_of_a_long_cache_is_no_kernel_work():
+    # paged_cache only rearranges: the interpreter's size limit is not its
+    k = torch.zeros(1, 1, 1, 128).expand(2, 8, 300, 128)
+    key_pages, _, table, _ = paged_cache(k, k, 16)
+    assert key_pages.shape == (2 * 19, 8, 16, 128)
+    assert table.shape == (2, 19)
