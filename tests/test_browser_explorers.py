@@ -87,6 +87,10 @@ EXPLORERS = {
         "gpu_kernels",
         'tiles_explorer(mask="causal", block=64, n=1024)',
     ),
+    "17_fixed_size_memory": (
+        "fixed_memory",
+        "memory_explorer(key_dim=32, gate=1.0, pairs=32)",
+    ),
 }
 
 

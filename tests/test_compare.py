@@ -69,3 +69,17 @@ def test_bad_input_is_refused_naming_the_argument(args, error, words):
         error, match=words.replace("(", r"\(").replace(")", r"\)")
     ):
         agreement(*args)
+
+
+def test_integers_beyond_two_to_the_53_are_compared_exactly():
+    # float64 cannot tell 2**53 + 1 from 2**53 (probe 2026-11-28, D5).
+    big = torch.tensor([2**53 + 1])
+    assert agreement(big, torch.tensor([2**53]), tol=1e-6).startswith(
+        "differ by up to 1.0e+00"
+    )
+    assert agreement(2**53 + 1, 2**53, tol=1e-6).startswith("differ")
+    assert agreement(big, 2**53 + 1, tol=1e-6) == "equal within 1e-06"
+    extremes = torch.tensor([2**63 - 1, -(2**63)])
+    assert agreement(extremes, extremes.flip(0), tol=1.0).startswith(
+        "differ by up to 1.8e+19"
+    )

@@ -123,3 +123,25 @@ def test_deepseek_v2_cache_equals_gqa_with_2_25_groups():
 def test_bad_arguments_are_named(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+@pytest.mark.parametrize("layers, ratio", [(6, 5), (4, 1), (7, 2), (3, 0)])
+def test_hybrid_cache_is_the_sum_of_its_layers(layers, ratio):
+    from attnbook.measure.kv_cache import hybrid_cache_bytes
+
+    seq, window = 50, 8
+    tensors = []
+    for layer in range(layers):
+        is_global = ratio == 0 or (layer + 1) % (ratio + 1) == 0
+        kept = seq if is_global else min(seq, window)
+        tensors += [torch.empty(1, 2, kept, 4, dtype=torch.float16)] * 2
+    assert hybrid_cache_bytes(layers, 2, 4, seq, window, ratio) == held(
+        tensors
+    )
+
+
+def test_hybrid_cache_names_a_bad_ratio():
+    from attnbook.measure.kv_cache import hybrid_cache_bytes
+
+    with pytest.raises(ValueError, match="local_per_global"):
+        hybrid_cache_bytes(4, 2, 4, 16, 8, -1)

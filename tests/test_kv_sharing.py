@@ -216,3 +216,67 @@ def test_the_sweep_file_is_pinned(monkeypatch):
 def test_run_variant_refuses_an_unknown_name():
     with pytest.raises(ValueError, match="must be one of"):
         kv_sharing.run_variant("gqa3")
+
+
+def _records(bits_by_arm):
+    return [
+        {"name": f"{arm}-seed{seed}", "held_out_bits_per_char": b,
+         "parameters": 10, "cached_per_token_per_layer": 4}
+        for arm, bits in bits_by_arm.items()
+        for seed, b in enumerate(bits)
+    ]  # fmt: skip
+
+
+def test_sweep_summary_means_sds_and_detectable_difference():
+    summary = kv_sharing.sweep_summary(
+        _records({"a": [1.0, 1.2, 1.4], "b": [2.0, 2.1, 2.2]})
+    )
+    assert summary["arms"]["a"]["mean"] == pytest.approx(1.2)
+    assert summary["arms"]["a"]["sd"] == pytest.approx(0.2)
+    assert summary["arms"]["b"]["sd"] == pytest.approx(0.1)
+    assert summary["df"] == 4
+    pooled = ((0.2**2 * 2 + 0.1**2 * 2) / 4) ** 0.5
+    assert summary["pooled_sd"] == pytest.approx(pooled)
+    # two means of 3 seeds each: t(0.975, 4) = 2.776; of 2: t(0.975, 2)
+    assert summary["detectable"][3] == pytest.approx(
+        2.776 * pooled * (2 / 3) ** 0.5
+    )
+    assert summary["detectable"][2] == pytest.approx(4.303 * pooled)
+
+
+def test_sweep_summary_pools_only_arms_with_two_seeds():
+    summary = kv_sharing.sweep_summary(_records({"a": [1.0, 1.1], "b": [2.0]}))
+    assert summary["arms"]["b"]["sd"] is None
+    assert summary["arms"]["b"]["seeds"] == 1
+    assert summary["df"] == 1
+    assert summary["pooled_sd"] == pytest.approx(0.1 / 2**0.5)
+    with pytest.raises(ValueError, match="two seeds"):
+        kv_sharing.sweep_summary(_records({"a": [1.0], "b": [2.0]}))
+    with pytest.raises(TypeError, match="records"):
+        kv_sharing.sweep_summary([{"arm": "mha"}])
+
+
+def test_the_shipped_sweep_groups_seeds_into_arms(sweep):
+    summary = kv_sharing.sweep_summary(list(sweep["variants"].values()))
+    assert summary["arms"]["mha"]["seeds"] == 2
+    assert summary["arms"]["mqa"]["seeds"] == 2
+    assert summary["df"] == 2
+
+
+def test_run_sweep_arm_refuses_an_unknown_arm_or_seed():
+    with pytest.raises(ValueError, match="arm"):
+        kv_sharing.run_sweep_arm("gqa3", 0)
+    with pytest.raises(ValueError, match="seed"):
+        kv_sharing.run_sweep_arm("mha", -1)
+
+
+def test_the_wide_mqa_arm_matches_the_multi_head_parameters():
+    counts = {}
+    for arm in ("mha", "mqa", "mqa-wide"):
+        config = {**MODEL_CONFIG, **kv_sharing.SWEEP_ARMS[arm]}
+        with torch.random.fork_rng():
+            counts[arm] = count_parameters(
+                DecoderOnlyTransformer(96, **config)
+            )
+    assert counts["mqa"] < counts["mha"] - 90_000
+    assert abs(counts["mqa-wide"] - counts["mha"]) < 0.001 * counts["mha"]

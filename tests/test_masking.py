@@ -194,3 +194,19 @@ def test_causal_mask_names_a_bad_device(device):
 def test_causal_mask_too_large_names_its_sizes():
     with pytest.raises(ValueError, match="smaller n_q or n_k"):
         causal_mask(10**12)
+
+
+def test_inplace_refuses_an_expanded_view_before_writing():
+    # probe 2026-11-28, D1: the shared row used to get -inf written into it.
+    row = torch.randn(1, 4)
+    before = row.clone()
+    keep = torch.tensor([[True, False, True, True]] * 3)
+    with pytest.raises(ValueError, match="own their memory"):
+        masked_softmax(row.expand(3, 4), keep, inplace=True)
+    with pytest.raises(ValueError, match="own their memory"):
+        masked_softmax(row.expand(3, 4), inplace=True)
+    assert torch.equal(row, before)
+    # a transposed (non-contiguous but not overlapping) buffer is fine
+    buffer = torch.randn(4, 3).t()
+    expected = torch.softmax(buffer, dim=-1)
+    assert torch.allclose(masked_softmax(buffer, inplace=True), expected)

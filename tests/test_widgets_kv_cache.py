@@ -69,3 +69,42 @@ def test_builder_redraws_when_a_control_moves():
     before = output.outputs
     kv_heads.value = 1
     assert output.outputs != before
+
+
+def test_a_local_global_pattern_keeps_every_position_in_its_global_layers():
+    n, w = 131072, 1024
+    view = kv_cache_view(8, w, n, 80, local_per_global=5)
+    per_position = 2 * 8 * HEAD_DIM * 2  # keys and values, bfloat16
+    global_layers = LAYERS // 6  # 5 local layers, then 1 global, repeated
+    by_hand = per_position * (global_layers * n + (LAYERS - global_layers) * w)
+    assert view["bytes"] == by_hand
+    every_layer = kv_cache_view(8, w, n, 80)
+    assert every_layer["bytes"] < view["bytes"] < kv_cache_view(8)["bytes"] * 4
+
+
+@pytest.mark.parametrize("bits, share", [(8, 2), (4, 4)])
+def test_fewer_bits_divide_the_cache(bits, share):
+    full = kv_cache_view(8, 0, 32768, 80)
+    small = kv_cache_view(8, 0, 32768, 80, cache_bits=bits)
+    assert small["bytes"] * share == full["bytes"]
+    assert small["batch"] >= share * full["batch"]
+
+
+def test_the_pattern_does_nothing_without_a_window():
+    assert (
+        kv_cache_view(8, 0, 32768, 80, local_per_global=1)["bytes"]
+        == kv_cache_view(8, 0, 32768, 80)["bytes"]
+    )
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(cache_bits=12), "cache_bits"),
+        (dict(local_per_global=0), "local_per_global"),
+        (dict(local_per_global=32), "local_per_global"),
+    ],
+)
+def test_bad_pattern_or_bits_are_named(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        kv_cache_view(**kwargs)

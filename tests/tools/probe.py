@@ -120,13 +120,24 @@ SKIP = {
     "attnbook.kernels.flash_backward.flash_backward": "launcher, via api",
     "attnbook.kernels.flash_decoding.flash_decode": "launcher, via api",
     "attnbook.kernels.paged_decoding.paged_decode": "launcher, via api",
-    # the GPU benchmark: every step needs CUDA (require_gpu is probed)
+    # the GPU benchmark: every step needs CUDA (its refusal is tested)
     "attnbook.experiments.gpu_benchmark.attention_call": "needs a GPU",
     "attnbook.experiments.gpu_benchmark.median_ms": "needs a GPU",
     "attnbook.experiments.gpu_benchmark.measure": "needs a GPU",
     "attnbook.experiments.gpu_benchmark.run": "needs a GPU",
     "attnbook.experiments.gpu_benchmark.main": "needs a GPU",
     "attnbook.experiments.gpu_benchmark.require_gpu": "exits without a GPU",
+    # learns 256 merges on the corpus and trains chapter 12's model on them
+    # (minutes); its parts are probed: BytePairEncoder, train_on_ids
+    "attnbook.tasks.bpe_language_model.train_bpe_language_model": (
+        "minutes per call"
+    ),
+    # a listing for chapter 12 without checks; model(tokens, cache) is the
+    # checked API that computes the same (tested equal)
+    "attnbook.nn.language_model.cached_forward_minimal": "teaching listing",
+    # scores the whole held-out text (its parts are probed: token_model_bits)
+    "attnbook.train.bpe_language_model.report": "a minute per call",
+    "attnbook.experiments.kv_sharing.run_sweep_arm": "minutes per call",
 }
 
 
@@ -261,6 +272,12 @@ def _loaded(what: str):
         return load_pinned(
             language_model.LANGUAGE_MODEL_FILE,
             language_model.LANGUAGE_MODEL_SHA256,
+        )
+    if what == "bpe_saved":
+        from attnbook.tasks import bpe_language_model as bpe_lm
+
+        return load_pinned(
+            bpe_lm.BPE_LANGUAGE_MODEL_FILE, bpe_lm.BPE_LANGUAGE_MODEL_SHA256
         )
     if what == "oc_saved":
         return load_pinned(
@@ -453,6 +470,40 @@ fn(
     x=lambda: R(2, 5, 8),
     positions=lambda: torch.arange(5),
 )
+# chapter 17: attention with a fixed-size memory
+QKV_SAME = dict(
+    queries=lambda: R(2, 5, 4),
+    keys=lambda: R(2, 5, 4),
+    values=lambda: R(2, 5, 6),
+)
+fn("core.feature_maps.elu_feature_map", x=lambda: R(2, 5, 4))
+fn("core.feature_maps.random_projection", num_features=6, dim=4, seed=1)
+fn(
+    "core.feature_maps.positive_random_features",
+    x=lambda: R(2, 5, 4) * 0.5,
+    projection=lambda: torch.randn(6, 4),
+)
+fn("core.linear_attention.linear_attention", **QKV_SAME, chunk_size=2)
+fn("core.linear_attention.linear_attention_recurrent", **QKV_SAME)
+fn(
+    "core.delta_rule.delta_rule",
+    **QKV_SAME,
+    beta=lambda: torch.rand(2, 5),
+    gate=lambda: 0.5 + 0.5 * torch.rand(2, 5),
+    chunk_size=2,
+    return_state=True,
+)
+fn(
+    "core.gated.gated_linear_attention",
+    **QKV_SAME,
+    gate=lambda: 0.5 + 0.5 * torch.rand(2, 5),
+)
+fn("core.ssd.decay_mask", gate=lambda: 0.5 + 0.5 * torch.rand(2, 5))
+fn(
+    "core.ssd.ssd_attention",
+    **QKV_SAME,
+    gate=lambda: 0.5 + 0.5 * torch.rand(2, 5),
+)
 fn("core.sampling.check_sampling", temperature=1.0, top_k=3, top_p=0.9)
 fn("core.sampling.top_k_filter", logits=lambda: R(2, 10), k=3)
 fn("core.sampling.top_p_filter", logits=lambda: R(2, 10), p=0.9)
@@ -469,6 +520,11 @@ fn(
     temperature=1.0,
     top_k=3,
     top_p=0.9,
+    generator=lambda: G(),
+)
+fn(
+    "core.sampling.draw_categorical",
+    probs=lambda: torch.rand(2, 10),
     generator=lambda: G(),
 )
 QK = dict(queries=lambda: R(2, 3, 4), keys=lambda: R(2, 5, 4))
@@ -767,6 +823,52 @@ fn(
     rope_dim=4,
     seq_len=16,
 )
+fn(
+    "measure.state_bytes.recurrent_state_bytes",
+    num_layers=2,
+    num_heads=2,
+    key_dim=4,
+    value_dim=4,
+)
+fn("display.fixed_memory.draw_regrouping")
+fn("display.fixed_memory.draw_three_forms", n=6, chunk_size=3)
+fn("display.fixed_memory.draw_delta_step")
+fn(
+    "experiments.memory_retrieval.random_pairs",
+    num_pairs=5,
+    key_dim=4,
+    value_dim=3,
+)
+
+
+def _pairs():
+    from attnbook.experiments.memory_retrieval import random_pairs
+
+    return random_pairs(5, 4, 3)
+
+
+for _name in ("recall", "retrieval_errors"):
+    fn(
+        "experiments.memory_retrieval." + _name,
+        memory="delta",
+        keys=lambda: _pairs()[0],
+        values=lambda: _pairs()[1],
+        gate=lambda: torch.full((5,), 0.9, dtype=torch.float64),
+    )
+fn(
+    "experiments.memory_retrieval.retrieval_curve",
+    memory="linear",
+    key_dim=4,
+    pair_counts=[2, 4],
+    seeds=(0,),
+)
+fn(
+    "experiments.memory_retrieval.performer_errors",
+    feature_counts=[4, 8],
+    seeds=(0,),
+    n=5,
+    dim=4,
+)
 fn("measure.kv_cache.published_cache_bytes", name="Llama 2 7B", seq_len=16)
 MLA_SIZES = dict(embed_dim=8, num_heads=2, latent_dim=4, rope_dim=2)
 fn("nn.latent_attention.MultiHeadLatentAttention", **MLA_SIZES)
@@ -1010,6 +1112,43 @@ fn(
     config={"num_kv_heads": 2},
 )
 fn("experiments.kv_sharing.results_json", records=[{"name": "mha"}])
+SWEEP_RECORDS = [
+    {"name": f"mha-seed{s}", "held_out_bits_per_char": 1.9 + s / 100,
+     "parameters": 10, "cached_per_token_per_layer": 4}
+    for s in range(2)
+]  # fmt: skip
+fn("experiments.kv_sharing.sweep_summary", records=SWEEP_RECORDS)
+fn("experiments.kv_sharing.arm_of", record={"name": "mha-seed1"})
+fn(
+    "measure.sinks.mass_by_key_token",
+    weights=lambda: R(2, 3, 5, 5).softmax(-1),
+    tokens=lambda: torch.tensor([[0, 1, 2, 1, 0], [2, 2, 1, 0, 1]]),
+    vocab_size=3,
+    first_query=1,
+)
+fn(
+    "measure.sinks.evict_keys_mask",
+    evicted=lambda: torch.tensor([[True, False, True, False]]),
+    window=2,
+)
+fn(
+    "measure.sinks.latest_key_mask",
+    marked=lambda: torch.tensor([[True, False, True, False]]),
+)
+fn(
+    "measure.sinks.matched_random_keys",
+    evicted=lambda: torch.tensor([[True, False, True, False]]),
+    generator=lambda: G(),
+)
+fn(
+    "measure.kv_cache.hybrid_cache_bytes",
+    num_layers=6,
+    num_kv_heads=2,
+    head_dim=4,
+    seq_len=16,
+    window=4,
+    local_per_global=5,
+)
 fn("core.long_context.alibi_slopes", num_heads=4)
 fn("core.long_context.alibi_bias", num_heads=2, n_q=3, n_k=5)
 fn(
@@ -1300,6 +1439,70 @@ method(
     text="hello world",
 )
 fn("tasks.language_model.pretrained_language_model")
+fn(
+    "tasks.language_model.spread_windows",
+    text="hello world, hello",
+    count=3,
+    context_len=4,
+)
+fn(
+    "tasks.language_model.window_bits",
+    model=LM,
+    windows=lambda: torch.randint(0, 10, (3, 6)),
+    batch_size=2,
+)
+fn(
+    "tasks.language_model.train_on_ids",
+    train_ids=lambda: torch.randint(0, 10, (40,)),
+    held_out_ids=lambda: torch.randint(0, 10, (20,)),
+    vocab_size=10,
+    steps=1,
+    batch_size=2,
+    lr=0.002,
+    warmup=0,
+    weight_decay=0.1,
+    seed=0,
+    config=dict(
+        context_len=8, embed_dim=8, num_heads=2, num_layers=1, ffn_dim=16
+    ),
+    progress=False,
+    eval_every=1,
+)
+fn("tasks.bpe.BytePairEncoder", merges=[(97, 98), (256, 99)])
+BPE = lambda: resolve("attnbook.BytePairEncoder")(  # noqa: E731
+    [(97, 98), (256, 99)]
+)
+method("tasks.bpe.BytePairEncoder.encode", BPE, text="abcab é")
+method("tasks.bpe.BytePairEncoder.decode", BPE, ids=[257, 256, 100])
+
+
+@lazy
+def _byte_model():
+    return resolve("attnbook.nn.language_model.DecoderOnlyTransformer")(
+        258, *list(LM_SIZES.values())[1:]
+    ).eval()
+
+
+fn(
+    "tasks.bpe_language_model.token_model_bits",
+    model=_byte_model,
+    bpe=BPE,
+    text="abcab abc",
+)
+fn("tasks.bpe_language_model.pretrained_bpe_language_model")
+fn(
+    "tasks.bpe_language_model.PretrainedBpeLanguageModel",
+    saved=lambda: shipped("bpe_saved"),
+)
+PBPE = lambda: resolve(  # noqa: E731
+    "attnbook.tasks.bpe_language_model.pretrained_bpe_language_model"
+)()
+method(
+    "tasks.bpe_language_model.PretrainedBpeLanguageModel.greedy",
+    PBPE,
+    prompt="Return the ",
+    max_new_tokens=3,
+)
 
 
 def _order():
@@ -1452,6 +1655,7 @@ VIEWS = {
     "soft_hard": ("soft_hard", {}),
     "kv_cache": ("kv_cache", {}),
     "gpu_kernels": ("tiles", {}),
+    "fixed_memory": ("memory", {}),
     "language_model": (
         "decoding",
         {"lm": lambda: shipped("language_model")},

@@ -34,6 +34,7 @@ from .._checks import (
     require_tensor,
 )
 from .masking import _masked_softmax
+from .sampling import draw_categorical
 from .scoring import AdditiveScore, BilinearScore, dot_score, scaled_dot_score
 
 HARD_MODES = ("argmax", "sample")
@@ -103,9 +104,7 @@ def hard_attention(
         index = weights.argmax(dim=-1)
     else:
         flat = weights.detach().reshape(-1, weights.shape[-1]).float()
-        index = torch.multinomial(flat, 1, generator=generator).reshape(
-            weights.shape[:-1]
-        )
+        index = draw_categorical(flat, generator).reshape(weights.shape[:-1])
     # Give values and index the same batch dimensions, then pick row
     # index[..., i] for query i.
     batch = torch.broadcast_shapes(values.shape[:-2], index.shape[:-1])

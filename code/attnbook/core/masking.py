@@ -44,10 +44,30 @@ def masked_softmax(
             "inplace=True needs scores that do not require grad (or "
             "torch.no_grad())"
         )
+    if inplace:
+        _require_own_memory(scores)
     _check_dim(dim, scores)
     if mask is not None:
         require_bool_mask(mask, scores.shape, device=scores.device)
     return _masked_softmax(scores, mask, dim, inplace)
+
+
+def _require_own_memory(scores: torch.Tensor) -> None:
+    """inplace=True writes every entry of ``scores``: refuse a view in which
+    two entries share one memory location (a stride-0 ``expand``), before
+    anything is written."""
+    span = 1 + sum(
+        (size - 1) * abs(stride)
+        for size, stride in zip(scores.shape, scores.stride())
+        if size > 1
+    )
+    if scores.numel() > 1 and span < scores.numel():
+        raise ValueError(
+            f"inplace=True needs scores that own their memory; scores of "
+            f"shape {tuple(scores.shape)} with strides {scores.stride()} "
+            f"share memory between entries (an expanded view?): pass "
+            f"scores.clone() or use inplace=False"
+        )
 
 
 def _check_dim(dim, scores) -> None:

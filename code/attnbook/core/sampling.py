@@ -106,6 +106,7 @@ def next_token_distribution(
     """
     _check_logits(logits)
     check_sampling(temperature, top_k, top_p)
+    _require_a_possible_token(logits)
     if temperature == 0:
         best = logits.argmax(dim=-1, keepdim=True)
         return torch.zeros_like(logits).scatter(-1, best, 1.0)
@@ -138,8 +139,53 @@ def sample_next_token(
     """
     _check_logits(logits, dims=2)
     check_sampling(temperature, top_k, top_p)
+    _require_a_possible_token(logits)
     if temperature == 0:
         return logits.argmax(dim=-1)
     require_generator("generator", generator)
     probs = next_token_distribution(logits, temperature, top_k, top_p)
-    return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+    return draw_categorical(probs, generator)
+
+
+# torch.multinomial refuses more categories than this.
+MULTINOMIAL_LIMIT = 2**24
+
+
+def draw_categorical(probs: torch.Tensor, generator=None) -> torch.Tensor:
+    """One index per row of ``probs`` (B, V), drawn with probability
+    proportional to the row: ids (B,) int64.
+
+    ``torch.multinomial`` up to its limit of 2**24 categories; beyond it, the
+    inverse of the cumulative distribution at one uniform draw per row.
+    generator: a ``torch.Generator``, or None for torch's global one.
+    """
+    require_float("probs", probs)
+    require_generator("generator", generator, allow_none=True)
+    if probs.dim() != 2 or probs.shape[-1] == 0:
+        raise ValueError(
+            f"probs must have shape (B, V) with V >= 1, got "
+            f"{tuple(probs.shape)}"
+        )
+    if not torch.isfinite(probs).all() or (probs < 0).any():
+        raise ValueError("probs must be finite and non-negative")
+    if (probs.sum(dim=-1) <= 0).any():
+        raise ValueError("every row of probs needs a positive entry")
+    if probs.shape[-1] <= MULTINOMIAL_LIMIT:
+        return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+    cumulative = probs.double().cumsum(dim=-1)
+    uniform = torch.rand(
+        probs.shape[0], 1, generator=generator, dtype=torch.float64
+    )
+    index = torch.searchsorted(cumulative, uniform * cumulative[:, -1:])
+    return index.squeeze(-1).clamp_(max=probs.shape[-1] - 1)
+
+
+def _require_a_possible_token(logits: torch.Tensor) -> None:
+    """Every row of logits (..., V) gives some token a finite chance."""
+    impossible = torch.isneginf(logits).all(dim=-1)
+    if impossible.any():
+        row = tuple(impossible.nonzero()[0].tolist())
+        raise ValueError(
+            f"logits row {row} is -inf for every token: no token can be "
+            f"drawn (was every token banned?)"
+        )

@@ -11,6 +11,8 @@ against its pinned SHA-256.
 """
 
 import json
+import math
+import statistics
 
 import torch
 
@@ -30,7 +32,7 @@ from ..tasks.text import corpus_split
 
 KV_SHARING_FILE = "kv_sharing.json"
 KV_SHARING_SHA256 = (
-    "8cb813626bbf190ad497da1a4043a0181db499143be44c250a5ecb438bc6fa53"
+    "f5022a84209bff33ecae3a1b47b7cb587dc2884f495cda7fbf67a6203369c1f0"
 )
 # name -> (config change, seed); "mha" seed 0 is the shipped model
 VARIANTS = {
@@ -40,7 +42,20 @@ VARIANTS = {
     "mqa": ({"num_kv_heads": 1}, 0),
     "mqa-seed1": ({"num_kv_heads": 1}, 1),
     "mla64": ({"latent_dim": 64}, 0),
+    # one key-value head with a wider feed-forward layer (608, not 512): the
+    # parameters of "mha" (833,920 against 834,304), the control of Llama 2's
+    # attention ablation (Touvron et al. 2023, Sec. A.2.1)
+    "mqa-wide": ({"num_kv_heads": 1, "ffn_dim": 608}, 0),
 }
+
+# The full seeded design: every arm for three seeds, each run the recipe
+# above (``python -m attnbook.train.kv_sharing --sweep``, 15 runs of about
+# 16 minutes of one core each). The shipped file holds the VARIANTS runs.
+SWEEP_FILE = "kv_sharing_sweep.json"
+SWEEP_ARMS = {
+    name: change for name, (change, seed) in VARIANTS.items() if seed == 0
+}
+SWEEP_SEEDS = (0, 1, 2)
 
 
 def cached_numbers_per_token(config: dict) -> int:
@@ -146,6 +161,110 @@ def run_variant(name: str) -> dict:
     }
 
 
+def run_sweep_arm(arm: str, seed: int) -> dict:
+    """Train arm ``arm`` of the sweep with ``TRAINING_RECIPE`` and ``seed``
+    and score it on the held-out text: a JSON-ready dict."""
+    if arm not in SWEEP_ARMS:
+        raise ValueError(
+            f"arm must be one of {sorted(SWEEP_ARMS)}, got {arm!r}"
+        )
+    require_int("seed", seed, minimum=0)
+    change = SWEEP_ARMS[arm]
+    recipe = {**TRAINING_RECIPE, "seed": seed}
+    model, history = train_language_model(
+        **recipe, config=change, progress=False
+    )
+    return {
+        "name": f"{arm}-seed{seed}",
+        "arm": arm,
+        "config": change,
+        "seed": seed,
+        "parameters": count_parameters(model),
+        "cached_per_token_per_layer": cached_numbers_per_token(change),
+        "held_out_bits_per_char": bits_per_char(model, corpus_split()[1]),
+        "final_training_loss_nats": history["loss"][-1],
+        "weights_digest": weights_digest(model),
+    }
+
+
+# two-sided 95 % quantiles of Student's t, by degrees of freedom
+_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447,
+         7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228, 11: 2.201, 12: 2.179,
+         13: 2.160, 14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110, 18: 2.101,
+         19: 2.093, 20: 2.086}  # fmt: skip
+
+
+def arm_of(record: dict) -> str:
+    """The setting a run belongs to: its "arm", or its name without a
+    "-seedN" suffix ("mha-seed1" -> "mha")."""
+    if not isinstance(record, dict) or not isinstance(
+        record.get("arm", record.get("name")), str
+    ):
+        raise TypeError(
+            "record must be a dict with a str 'name' (or 'arm'), got "
+            f"{type(record).__name__}"
+        )
+    return record.get("arm") or record["name"].split("-seed")[0]
+
+
+def sweep_summary(records: list) -> dict:
+    """Mean and standard deviation (None for one seed) of the held-out bits
+    per character of each arm (``arm_of``) of ``run_variant`` or
+    ``run_sweep_arm`` records; the pooled standard deviation of a seed over
+    the arms with two seeds or more; and the smallest difference between
+    two arms' means of ``seeds`` seeds each that a two-sided t-test at 5 %
+    would call real if a seed's spread is the pooled one:
+    t(0.975, 2 (seeds - 1)) x pooled sd x sqrt(2 / seeds), for seeds = 2
+    and 3 (``detectable``: {seeds: difference}).
+
+    Returns {"arms": {arm: {"mean", "sd", "seeds", "parameters",
+    "cached_per_token_per_layer"}}, "pooled_sd", "df", "detectable"}.
+    """
+    arms = _group_by_arm(records)
+    summary, squares, df = {}, 0.0, 0
+    for arm, runs in arms.items():
+        bits = [r["held_out_bits_per_char"] for r in runs]
+        spread = statistics.stdev(bits) if len(bits) > 1 else None
+        summary[arm] = {
+            "mean": statistics.fmean(bits),
+            "sd": spread,
+            "seeds": len(bits),
+            "parameters": runs[0]["parameters"],
+            "cached_per_token_per_layer": runs[0][
+                "cached_per_token_per_layer"
+            ],
+        }
+        if spread is not None:
+            squares += spread**2 * (len(bits) - 1)
+            df += len(bits) - 1
+    if not df:
+        raise ValueError("records must hold two seeds of at least one arm")
+    pooled = math.sqrt(squares / df)
+    return {
+        "arms": summary,
+        "pooled_sd": pooled,
+        "df": df,
+        "detectable": {
+            seeds: _T975[2 * (seeds - 1)] * pooled * math.sqrt(2 / seeds)
+            for seeds in (2, 3)
+        },
+    }
+
+
+def _group_by_arm(records) -> dict:
+    if not isinstance(records, list) or not all(
+        isinstance(r, dict) and "name" in r for r in records
+    ):
+        raise TypeError(
+            "records must be a list of run_variant's dicts (each with a "
+            f"'name'), got {type(records).__name__}"
+        )
+    arms = {}
+    for record in records:
+        arms.setdefault(arm_of(record), []).append(record)
+    return arms
+
+
 def kv_sharing_results() -> dict:
     """The shipped sweep: {"recipe": ..., "variants": {name: record}}."""
     data = read_pinned(KV_SHARING_FILE, KV_SHARING_SHA256)
@@ -153,7 +272,8 @@ def kv_sharing_results() -> dict:
 
 
 def results_json(records: list) -> str:
-    """The file ``kv_sharing_results`` reads, from ``run_variant`` records."""
+    """The file ``kv_sharing_results`` reads, from ``run_variant`` (or
+    ``run_sweep_arm``) records."""
     if not isinstance(records, list) or not all(
         isinstance(r, dict) and "name" in r for r in records
     ):

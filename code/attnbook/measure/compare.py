@@ -38,13 +38,28 @@ def agreement(actual, expected, tol: float) -> str:
             f"actual {tuple(actual.shape)} and expected "
             f"{tuple(expected.shape)} must have the same shape"
         )
-    gap = (actual.double() - expected.double()).abs()
+    gap = _gap(actual, expected)
     if bool(gap.isnan().any()):
         return "differ: NaN"
     largest = gap.max().item() if gap.numel() else 0.0
     if largest <= tol:
         return f"equal within {tol:.0e}"
     return f"differ by up to {largest:.1e} (more than {tol:.0e})"
+
+
+def _gap(actual: torch.Tensor, expected: torch.Tensor) -> torch.Tensor:
+    """|actual - expected| as float64. Integers are subtracted as integers,
+    so that 2**53 + 1 and 2**53 differ by 1 (float64 cannot tell them apart).
+    """
+    if actual.is_floating_point() or expected.is_floating_point():
+        return (actual.double() - expected.double()).abs()
+    a, e = actual.long(), expected.long()
+    exact = a - e
+    # int64 wraps around when the operands have opposite signs and the
+    # difference leaves its range; there float64 is exact enough.
+    wrapped = ((a < 0) != (e < 0)) & ((exact < 0) != (a < 0))
+    rough = (a.double() - e.double()).abs()
+    return torch.where(wrapped, rough, exact.abs().double())
 
 
 def _as_tensor(name: str, value) -> torch.Tensor:
@@ -55,8 +70,12 @@ def _as_tensor(name: str, value) -> torch.Tensor:
                 f"{name} must hold real numbers, got dtype {value.dtype}"
             )
         return value.detach()
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
+    if isinstance(value, int) and not isinstance(value, bool):
+        if -(2**63) <= value < 2**63:
+            return torch.tensor(value, dtype=torch.int64)
         return torch.tensor(float(value), dtype=torch.float64)
+    if isinstance(value, float):
+        return torch.tensor(value, dtype=torch.float64)
     raise TypeError(
         f"{name} must be a tensor or a number, got {type(value).__name__}"
     )

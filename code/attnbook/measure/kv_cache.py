@@ -42,6 +42,42 @@ def kv_cache_bytes(
     return num_layers * per_layer * dtype_bytes
 
 
+def hybrid_cache_bytes(
+    num_layers: int,
+    num_kv_heads: int,
+    head_dim: int,
+    seq_len: int,
+    window: int,
+    local_per_global: int,
+    batch: int = 1,
+    dtype_bytes: int = 2,
+) -> int:
+    """Bytes of the cache of a model whose layers repeat a pattern of
+    ``local_per_global`` sliding-window layers (each caching at most
+    ``window`` positions) followed by one global layer (caching all
+    ``seq_len``): Gemma 2 and gpt-oss alternate 1:1, Gemma 3 uses 5:1.
+
+    Of num_layers layers, num_layers // (local_per_global + 1) are global
+    (the pattern starts with its local layers, as in Gemma 3); 0 makes every
+    layer global.
+    """
+    require_int("num_layers", num_layers)
+    require_int("local_per_global", local_per_global, minimum=0)
+    num_global = num_layers // (local_per_global + 1)
+    sizes = dict(head_dim=head_dim, batch=batch, dtype_bytes=dtype_bytes)
+    total = 0
+    if num_global:
+        total += kv_cache_bytes(
+            num_global, num_kv_heads, seq_len=seq_len, **sizes
+        )
+    if num_layers > num_global:
+        total += kv_cache_bytes(
+            num_layers - num_global, num_kv_heads, seq_len=seq_len,
+            window=window, **sizes,
+        )  # fmt: skip
+    return total
+
+
 def mla_cache_bytes(
     num_layers: int,
     latent_dim: int,

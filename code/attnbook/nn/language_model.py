@@ -202,6 +202,24 @@ class DecoderOnlyBlock(nn.Module):
         return x + self.ffn(self.norm2(x))
 
 
+def cached_forward_minimal(model, tokens, cache: KVCache) -> torch.Tensor:
+    """The cached forward pass in one screen, for reading: logits (B, n,
+    vocab) of tokens (B, n) that follow the len(cache) cached positions.
+    ``model(tokens, cache)`` computes the same, with its checks and the
+    grouped-query case (tested equal)."""
+    x = model.embed(tokens, start=len(cache))  # positions continue
+    for layer, block in enumerate(model.blocks):
+        mha = block.self_attn
+        q, k, v = mha.project(*[block.norm1(x)] * 3)
+        q, k, v = (split_heads(t, mha.num_heads) for t in (q, k, v))
+        k, v = cache.append(layer, k, v)  # all keys, values so far
+        mask = causal_mask(q.shape[-2], k.shape[-2])  # bottom-right
+        heads = attention(q, k, v, mask=mask)[0]
+        x = x + mha.out_proj(merge_heads(heads))
+        x = x + block.ffn(block.norm2(x))
+    return model.head(model.norm(x))
+
+
 def _cached_attention(q, k, v, mask) -> torch.Tensor:
     """Heads (B, h, n_q, d) of queries (B, h, n_q, d) over cached keys and
     values (B, g, n_k, d): plain attention when g = h, else grouped."""

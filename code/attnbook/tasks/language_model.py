@@ -19,8 +19,11 @@ import torch.nn.functional as F
 from .._checks import (
     keep_global_rng,
     require_dict_or_none,
+    require_ids,
     require_int,
+    require_matrix_fits,
     require_saved,
+    require_tensor,
     require_training,
     seeded_generator,
 )
@@ -30,10 +33,12 @@ from ..measure.threads import single_thread
 from ..nn.language_model import DecoderOnlyTransformer
 from .text import VOCAB, corpus_split, decode, encode, text_batch
 
+_SMALLER = "use fewer windows, or"
 LANGUAGE_MODEL_FILE = "language_model.pt"
 LANGUAGE_MODEL_SHA256 = (
     "41eb91f7314b5b5860c3efc5cf8b489fef5746f8c34f3057365244f66c7b466c"
 )
+LANGUAGE_MODEL_LOG_FILE = "language_model_log.json"
 MODEL_CONFIG = {
     "context_len": 128,
     "embed_dim": 128,
@@ -49,6 +54,8 @@ TRAINING_RECIPE = {
     "weight_decay": 0.1,
     "seed": 0,
 }
+EVAL_EVERY = 100  # the training script's evaluation interval, in steps
+EVAL_WINDOWS = 256  # windows per evaluation, spread over the text
 
 
 def learning_rate(step: int, steps: int, lr: float, warmup: int) -> float:
@@ -70,13 +77,58 @@ def train_language_model(
     seed: int = 0,
     config: dict | None = None,
     progress: bool = True,
+    eval_every: int | None = None,
+    dtype: torch.dtype = torch.float32,
 ):
     """Train a seeded ``DecoderOnlyTransformer`` on random windows of the
-    training text, float32 on one thread, AdamW with gradient clipping at 1.
+    training text, on one thread, AdamW with gradient clipping at 1; float32
+    unless ``dtype`` says otherwise (float64: the same numbers on any CPU).
 
     Returns (model in eval mode, history dict with the per-step "loss" in
-    nats and "seconds"). Torch's global random state is left as it was.
+    nats and "seconds"). With ``eval_every``, the history also holds
+    "eval_steps" (0, eval_every, 2 eval_every, ..., steps: the number of
+    steps done) and the model's mean bits per character there on
+    ``EVAL_WINDOWS`` windows spread over the training text ("train_bits")
+    and over the held-out text ("held_out_bits"). Evaluation draws no random
+    numbers, so the weights do not depend on it. Torch's global random state
+    is left as it was.
     """
+    train_text, held_out_text = corpus_split()
+    return train_on_ids(
+        encode(train_text),
+        encode(held_out_text),
+        len(VOCAB),
+        steps=steps,
+        batch_size=batch_size,
+        lr=lr,
+        warmup=warmup,
+        weight_decay=weight_decay,
+        seed=seed,
+        config=config,
+        progress=progress,
+        eval_every=eval_every,
+        dtype=dtype,
+    )
+
+
+def train_on_ids(
+    train_ids: torch.Tensor,
+    held_out_ids: torch.Tensor,
+    vocab_size: int,
+    steps: int,
+    batch_size: int,
+    lr: float,
+    warmup: int,
+    weight_decay: float,
+    seed: int,
+    config: dict | None = None,
+    progress: bool = True,
+    eval_every: int | None = None,
+    dtype: torch.dtype = torch.float32,
+):
+    """``train_language_model`` on any token ids (N,): the training loop,
+    for characters or for byte-pair tokens (``held_out_ids`` serve the
+    evaluation only; bits are then per token)."""
     from tqdm.auto import tqdm
 
     require_training(
@@ -87,14 +139,38 @@ def train_language_model(
         weight_decay=weight_decay,
         seed=seed,
     )
+    if eval_every is not None:
+        require_training(eval_every=eval_every)
+    if dtype not in (torch.float32, torch.float64):
+        raise ValueError(f"dtype must be float32 or float64, got {dtype!r}")
     config = {**MODEL_CONFIG, **require_dict_or_none("config", config)}
-    train_ids = encode(corpus_split()[0])
+    for name, ids in (
+        ("train_ids", train_ids),
+        ("held_out_ids", held_out_ids),
+    ):
+        _require_text_ids(name, ids, vocab_size, config["context_len"])
     history = {"loss": []}
+    if eval_every is not None:
+        n = config["context_len"]
+        probes = {
+            "train_bits": spread_windows(train_ids, EVAL_WINDOWS, n),
+            "held_out_bits": spread_windows(held_out_ids, EVAL_WINDOWS, n),
+        }
+        history.update(eval_steps=[], train_bits=[], held_out_bits=[])
     start = time.perf_counter()
     with single_thread(), keep_global_rng():
         torch.manual_seed(seed)
-        model = DecoderOnlyTransformer(len(VOCAB), **config)
+        model = DecoderOnlyTransformer(vocab_size, **config).to(dtype)
         generator = torch.Generator().manual_seed(seed + 1)
+
+        def evaluate(done: int) -> None:
+            history["eval_steps"].append(done)
+            for key, windows in probes.items():
+                history[key].append(window_bits(model, windows).mean().item())
+            model.train()
+
+        if eval_every is not None:
+            evaluate(0)
         optimizer = torch.optim.AdamW(
             model.parameters(),
             lr=lr,
@@ -117,8 +193,78 @@ def train_language_model(
             history["loss"].append(loss.item())
             if step % 50 == 0:
                 bar.set_postfix(loss=f"{loss.item():.3f}")
+            if eval_every is not None and (
+                (step + 1) % eval_every == 0 or step + 1 == steps
+            ):
+                evaluate(step + 1)
     history["seconds"] = time.perf_counter() - start
     return model.eval(), history
+
+
+def _require_text_ids(name, ids, vocab_size, context_len) -> None:
+    """ids: (N,) int64 token ids below vocab_size, N > context_len."""
+    require_int("vocab_size", vocab_size)
+    require_ids(name, ids, vocab_size, dims=1)
+    if ids.dtype != torch.int64 or len(ids) <= context_len:
+        raise ValueError(
+            f"{name} must be int64 ids (N,) with N > context_len = "
+            f"{context_len}, got {ids.dtype} of shape {tuple(ids.shape)}"
+        )
+
+
+def spread_windows(text, count: int, context_len: int) -> torch.Tensor:
+    """``count`` windows of context_len + 1 tokens of ``text`` (a str of
+    ``VOCAB`` characters, or token ids (N,)), their starts spread evenly
+    from its first to its last token: (count, context_len + 1) token ids.
+    Spread windows sample every part of the text (every held-out module),
+    not only its beginning."""
+    require_int("count", count)
+    require_int("context_len", context_len)
+    require_matrix_fits(
+        "the windows", (count, context_len + 1), torch.int64, _SMALLER
+    )
+    ids = encode(text) if isinstance(text, str) else text
+    require_tensor("text", ids)
+    if ids.dim() != 1 or len(ids) < context_len + 1:
+        raise ValueError(
+            f"text has shape {tuple(ids.shape)}, not (N,) with N at least a "
+            f"window of context_len + 1 = {context_len + 1}"
+        )
+    starts = torch.linspace(0, len(ids) - context_len - 1, count).long()
+    return ids[starts[:, None] + torch.arange(context_len + 1)]
+
+
+@torch.no_grad()
+def window_bits(
+    model: DecoderOnlyTransformer, windows: torch.Tensor, batch_size: int = 64
+) -> torch.Tensor:
+    """Bits of each prediction in ``windows`` (W, n + 1) token ids: (W, n),
+    entry [w, t] = -log2 p(windows[w, t + 1] | windows[w, : t + 1]), so
+    column t is a prediction that sees t + 1 characters. The model is left
+    in eval mode."""
+    if not isinstance(model, DecoderOnlyTransformer):
+        raise TypeError(
+            "model must be a DecoderOnlyTransformer, got "
+            f"{type(model).__name__}"
+        )
+    require_int("batch_size", batch_size)
+    windows = require_ids("windows", windows, model.vocab_size, dims=2)
+    if not 2 <= windows.shape[1] <= model.context_len + 1:
+        raise ValueError(
+            f"windows must be (W, n + 1) with 1 <= n <= context_len = "
+            f"{model.context_len}, got {tuple(windows.shape)}"
+        )
+    model.eval()
+    rows = []
+    with single_thread():
+        for batch in windows.split(batch_size):
+            logits = model(batch[:, :-1])
+            rows.append(
+                F.cross_entropy(
+                    logits.transpose(1, 2), batch[:, 1:], reduction="none"
+                )
+            )
+    return torch.cat(rows).double() / math.log(2)
 
 
 @torch.no_grad()

@@ -1,0 +1,72 @@
+"""Sampling a token: rows with no possible token, and more categories than
+torch.multinomial takes (probe 2026-11-28, D3 and D4)."""
+
+import pytest
+import torch
+
+from attnbook import (
+    hard_attention,
+    next_token_distribution,
+    sample_next_token,
+)
+from attnbook.core import sampling
+from attnbook.core.sampling import draw_categorical
+
+
+def test_a_row_of_only_minus_infinity_is_refused():
+    logits = torch.zeros(3, 5)
+    logits[1] = -float("inf")
+    for temperature in (1.0, 0):
+        with pytest.raises(ValueError, match=r"row \(1,\)"):
+            next_token_distribution(logits, temperature=temperature)
+        with pytest.raises(ValueError, match=r"row \(1,\)"):
+            sample_next_token(
+                logits, temperature=temperature, generator=torch.Generator()
+            )
+
+
+def test_more_than_two_to_the_24_categories_are_sampled():
+    size = 2**24 + 3
+    logits = torch.full((2, size), -float("inf"))
+    logits[0, size - 1] = 0.0  # beyond multinomial's limit
+    logits[1, 7] = 0.0
+    tokens = sample_next_token(logits, generator=torch.Generator())
+    assert tokens.tolist() == [size - 1, 7]
+
+
+def test_the_inverse_cdf_draw_follows_the_distribution(monkeypatch):
+    # the path beyond 2**24, tried on a small V: the frequencies follow probs
+    monkeypatch.setattr(sampling, "MULTINOMIAL_LIMIT", 2)
+    probs = torch.tensor([[0.1, 0.0, 0.6, 0.3]]).expand(20_000, 4)
+    generator = torch.Generator().manual_seed(0)
+    index = draw_categorical(probs, generator)
+    frequencies = torch.bincount(index, minlength=4) / 20_000
+    assert torch.allclose(frequencies, probs[0], atol=0.01)
+    assert frequencies[1] == 0
+
+
+def test_hard_sampling_over_more_than_two_to_the_24_keys():
+    n_keys = 2**24 + 1
+    keys = torch.zeros(1, n_keys, 1)
+    values = torch.arange(n_keys, dtype=torch.float32).reshape(1, n_keys, 1)
+    mask = torch.zeros(1, 1, n_keys, dtype=torch.bool)
+    mask[..., n_keys - 1] = True
+    output, index = hard_attention(
+        torch.ones(1, 1, 1),
+        keys,
+        values,
+        mask=mask,
+        mode="sample",
+        generator=torch.Generator(),
+    )
+    assert index.item() == n_keys - 1
+    assert output.item() == n_keys - 1
+
+
+def test_draw_categorical_checks_its_input():
+    with pytest.raises(ValueError, match="non-negative"):
+        draw_categorical(torch.tensor([[0.5, -0.1]]))
+    with pytest.raises(ValueError, match="positive entry"):
+        draw_categorical(torch.zeros(1, 3))
+    with pytest.raises(ValueError, match=r"\(B, V\)"):
+        draw_categorical(torch.ones(3))
