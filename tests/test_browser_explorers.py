@@ -83,6 +83,10 @@ EXPLORERS = {
         "induction_training_explorer(models, induction_history, step=700)",
     ),
     "15_long_context_positions": ("long_context", "rope_scaling_explorer()"),
+    "16_attention_as_a_gpu_kernel": (
+        "gpu_kernels",
+        'tiles_explorer(mask="causal", block=64, n=1024)',
+    ),
     "17_fixed_size_memory": (
         "fixed_memory",
         "memory_explorer(key_dim=32, gate=1.0, pairs=32)",

@@ -19,6 +19,7 @@ LAYERS = [
     "_weights",
     "measure",
     "core",
+    "kernels",
     "nn",
     "tasks",
     "experiments",

@@ -10,6 +10,9 @@ layer and the ones below it (tests/test_layout.py checks it):
                RoPE scaling), chunked, grouped-query; fixed-size memory:
                feature maps, linear attention, the delta rule, gated
                linear attention, state-space duality
+  kernels      attention as Triton GPU kernels (FlashAttention-2 forward
+               and backward, Flash-Decoding, paged decoding), run by
+               Triton's interpreter on a CPU; triton is imported lazily
   nn           modules: multi-head (and grouped-query), latent and
                self-attention, the Transformer encoder and decoder, the RNN
                encoder-decoder, pointer networks, the attention-only
@@ -79,6 +82,7 @@ from .core.scoring import (
 from .core.ssd import decay_mask, ssd_attention
 from .display.figures import sharp_figures, show_heatmaps
 from .display.listing import show_source
+from .kernels.api import flash_attention, flash_decoding, paged_decoding
 from .measure.compare import agreement
 from .measure.head_scores import induction_score, previous_token_score
 from .measure.kv_cache import kv_cache_bytes, mla_cache_bytes
@@ -137,6 +141,8 @@ __all__ = [
     "delta_rule",
     "dot_score",
     "elu_feature_map",
+    "flash_attention",
+    "flash_decoding",
     "gated_linear_attention",
     "gaussian_scores",
     "grouped_query_attention",
@@ -153,6 +159,7 @@ __all__ = [
     "nadaraya_watson",
     "next_token_distribution",
     "padding_mask",
+    "paged_decoding",
     "position_shift_matrix",
     "positive_random_features",
     "pretrained_induction_models",

@@ -110,6 +110,23 @@ SKIP = {
     # one on all held-out text); its parts are probed: pool_kv_heads,
     # cached_numbers_per_token, train_language_model
     "attnbook.experiments.kv_sharing.run_variant": "minutes per call",
+    # chapter 16: the autograd Function behind flash_attention (reached
+    # through it) and the kernels' launchers, which take tensors that
+    # kernels.api has checked (contiguous, 3-D, one dtype): probed through
+    # kernels.api
+    "attnbook.kernels.api.FlashAttention": "autograd internals",
+    "attnbook.kernels.softmax.softmax": "launcher, via triton_softmax",
+    "attnbook.kernels.flash_forward.flash_forward": "launcher, via api",
+    "attnbook.kernels.flash_backward.flash_backward": "launcher, via api",
+    "attnbook.kernels.flash_decoding.flash_decode": "launcher, via api",
+    "attnbook.kernels.paged_decoding.paged_decode": "launcher, via api",
+    # the GPU benchmark: every step needs CUDA (its refusal is tested)
+    "attnbook.experiments.gpu_benchmark.attention_call": "needs a GPU",
+    "attnbook.experiments.gpu_benchmark.median_ms": "needs a GPU",
+    "attnbook.experiments.gpu_benchmark.measure": "needs a GPU",
+    "attnbook.experiments.gpu_benchmark.run": "needs a GPU",
+    "attnbook.experiments.gpu_benchmark.main": "needs a GPU",
+    "attnbook.experiments.gpu_benchmark.require_gpu": "exits without a GPU",
     # learns 256 merges on the corpus and trains chapter 12's model on them
     # (minutes); its parts are probed: BytePairEncoder, train_on_ids
     "attnbook.tasks.bpe_language_model.train_bpe_language_model": (
@@ -1637,6 +1654,7 @@ VIEWS = {
     ),
     "soft_hard": ("soft_hard", {}),
     "kv_cache": ("kv_cache", {}),
+    "gpu_kernels": ("tiles", {}),
     "fixed_memory": ("memory", {}),
     "language_model": (
         "decoding",
@@ -1675,6 +1693,100 @@ for _module, (_stem, _kwargs) in VIEWS.items():
 
     SPECS[f"attnbook.widgets.{_module}.update_{_stem}_figure"] = Spec(_update)
 fn("widgets.language_model.visible", text="a b\nc")
+
+# chapter 16: the kernels (Triton's interpreter on the CPU), their tiles,
+# the shipped GPU timings and the figures
+QKV4 = dict(
+    queries=lambda: R(1, 2, 5, 16),
+    keys=lambda: R(1, 2, 7, 16),
+    values=lambda: R(1, 2, 7, 16),
+)
+fn("kernels.api.flash_attention", **QKV4, causal=True)
+fn(
+    "kernels.api.flash_decoding",
+    query=lambda: R(1, 2, 1, 16),
+    keys=QKV4["keys"],
+    values=QKV4["values"],
+    split_size=4,
+)
+
+
+def _paged_args():
+    from attnbook.kernels.api import paged_cache
+
+    pages = paged_cache(R(2, 2, 20, 16), R(2, 2, 20, 16), 8, G())
+    return dict(
+        zip(("key_pages", "value_pages", "block_table", "lengths"), pages)
+    )
+
+
+_PAGED = lazy(_paged_args)
+fn(
+    "kernels.api.paged_decoding",
+    query=lambda: R(2, 2, 1, 16),
+    key_pages=lambda: _PAGED()["key_pages"],
+    value_pages=lambda: _PAGED()["value_pages"],
+    block_table=lambda: _PAGED()["block_table"],
+    lengths=lambda: _PAGED()["lengths"],
+)
+fn(
+    "kernels.api.paged_cache",
+    keys=lambda: R(2, 2, 20, 16),
+    values=lambda: R(2, 2, 20, 16),
+    page_size=8,
+    generator=lambda: G(),
+)
+fn("kernels.api.triton_softmax", scores=lambda: R(3, 7))
+fn(
+    "kernels.tiles.kernel_tiles",
+    n_q=37,
+    n_k=53,
+    block_m=16,
+    block_n=16,
+    causal=True,
+)
+fn(
+    "kernels.tiles.mask_tiles",
+    keep=lambda: keep(37, 53),
+    block_m=16,
+    block_n=16,
+)
+fn("kernels.tiles.tile_counts", tiles=lambda: torch.zeros(3, 4).to(torch.int8))
+fn("experiments.gpu_timings.h200_measurement")
+fn("experiments.gpu_timings.gpu_benchmark")
+fn(
+    "experiments.gpu_timings.timing_rows",
+    results=lambda: resolve(
+        "attnbook.experiments.gpu_timings.h200_measurement"
+    )(),
+)
+fn(
+    "experiments.gpu_timings.slowdown",
+    results=lambda: resolve(
+        "attnbook.experiments.gpu_timings.h200_measurement"
+    )(),
+    slow="attnbook.chunked_attention",
+    fast="sdpa flash",
+    run="first",
+    dtype="bfloat16",
+)
+fn("display.kernels.draw_kernel_grid", blocks=4, row=1)
+fn("display.kernels.draw_decoding", splits=3, pages=4)
+fn(
+    "display.kernels.draw_tiles",
+    ax=lambda: __import__("matplotlib.pyplot").pyplot.subplots()[1],
+    tiles=lambda: torch.zeros(3, 4).to(torch.int8),
+)
+fn(
+    "display.kernels.plot_roofline",
+    peak_tflops=989.0,
+    bandwidth_tbs=4.8,
+    points=[("fused", 128.0)],
+)
+fn(
+    "display.kernels.plot_gpu_timings",
+    rows_by_name={"a": [(1024, 0.1), (2048, 0.3)]},
+)
 fn("widgets.multihead.example_hand")
 fn("widgets.pointer.parse_numbers", text="20, 5, 10")
 fn("widgets.self_attention.word_vector", word="cat")

@@ -38,6 +38,8 @@ def show_source(obj) -> Listing:
         obj = obj.fget
     if isinstance(obj, (classmethod, staticmethod)):
         obj = obj.__func__
+    if type(obj).__module__.startswith("triton"):  # a @triton.jit kernel
+        obj = obj.fn
     try:
         source = inspect.getsource(obj)
     except (TypeError, OSError) as error:  # built in, or typed at a prompt

@@ -15,7 +15,12 @@ from dataclasses import dataclass
 
 import torch
 
-from .._checks import require_float, require_int, require_same_dtype
+from .._checks import (
+    require_float,
+    require_int,
+    require_same_device,
+    require_same_dtype,
+)
 
 
 @dataclass
@@ -63,13 +68,13 @@ def tiled_attention(q, k, v, sram_size: int):
     (n_q, d), n_k = q.shape, k.shape[0]
     rows, cols = block_sizes(sram_size, d)
     hbm = SlowMemory()
-    out = torch.empty(n_q, v.shape[1], dtype=q.dtype)
-    lse = torch.empty(n_q, dtype=q.dtype)
+    out = q.new_empty(n_q, v.shape[1])  # on q's device, in q's dtype
+    lse = q.new_empty(n_q)
     for i in range(0, n_q, rows):
         q_i = hbm.load(q[i : i + rows]) / math.sqrt(d)
-        m = torch.full((q_i.shape[0], 1), -math.inf, dtype=q.dtype)
+        m = q.new_full((q_i.shape[0], 1), -math.inf)
         total = torch.zeros_like(m)
-        acc = torch.zeros(q_i.shape[0], v.shape[1], dtype=q.dtype)
+        acc = q.new_zeros(q_i.shape[0], v.shape[1])
         for j in range(0, n_k, cols):
             k_j, v_j = hbm.load(k[j : j + cols]), hbm.load(v[j : j + cols])
             s = q_i @ k_j.T  # the tile of scores: on chip only
@@ -106,6 +111,7 @@ def _check(q, k, v, sram_size) -> None:
                 f"{name} must be a non-empty matrix, got shape "
                 f"{tuple(tensor.shape)}"
             )
+    require_same_device(q=q, k=k, v=v)
     dtype = require_same_dtype(q=q, k=k, v=v)
     if dtype not in (torch.float32, torch.float64):
         raise TypeError(f"q, k and v must be float32 or float64, got {dtype}")
