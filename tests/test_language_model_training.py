@@ -155,3 +155,25 @@ def test_the_shipped_byte_pair_model():
     sample = held_out_text[:4000]
     again = token_model_bits(lm.model, lm.bpe, sample)["bits_per_char"]
     assert abs(again - scores["bits_per_char"]) < 0.5
+
+
+def test_the_shipped_training_log_is_the_recipe_and_ends_near_the_model():
+    from attnbook.tasks.language_model import (
+        TRAINING_RECIPE,
+        language_model_log,
+        pretrained_language_model,
+    )
+
+    log = language_model_log()
+    assert log["recipe"] == TRAINING_RECIPE
+    steps = TRAINING_RECIPE["steps"]
+    assert log["eval_steps"] == list(range(0, steps + 1, log["eval_every"]))
+    assert len(log["train_bits"]) == len(log["held_out_bits"]) == 16
+    # a re-run on another CPU: not the shipped weights, but the same recipe,
+    # so its held-out curve ends within a few hundredths of a bit of the
+    # shipped model's score
+    shipped = pretrained_language_model()
+    assert (
+        abs(log["held_out_bits"][-1] - shipped.held_out_bits_per_char) < 0.05
+    )
+    assert log["held_out_bits"][-1] > log["train_bits"][-1]

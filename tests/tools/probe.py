@@ -1439,6 +1439,7 @@ method(
     text="hello world",
 )
 fn("tasks.language_model.pretrained_language_model")
+fn("tasks.language_model.language_model_log")
 fn(
     "tasks.language_model.spread_windows",
     text="hello world, hello",
