@@ -12,6 +12,9 @@ WORDS = {
     13: "thirteen",
     14: "fourteen",
     15: "fifteen",
+    16: "sixteen",
+    17: "seventeen",
+    18: "eighteen",
 }
 
 
