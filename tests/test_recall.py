@@ -10,16 +10,17 @@ import torch.nn.functional as F
 
 from attnbook.nn.recall_model import MIXERS, RecallModel, TokenMixer
 from attnbook.tasks.recall import (
+    KEY_DIMS,
     MODELS,
     PAIRS,
     SEEDS,
     TASK,
     TRAINING_RECIPE,
-    WIDTHS,
     pretrained_results,
     recall_accuracy,
     recall_batch,
     recall_loss,
+    shipped_runs,
     train_recall,
 )
 from attnbook.tasks.recall import evaluation_batch as held_out
@@ -81,9 +82,10 @@ def mixer_inputs(kind, n=7, dim=8, heads=2, seed=0):
     torch.manual_seed(seed)
     mixer = TokenMixer(kind, dim, heads, window=3, chunk_size=4).double()
     x = torch.randn(2, n, dim, dtype=torch.float64)
+    q, k = mixer.qk(x).chunk(2, dim=-1)
     q, k, v = (
         t.unflatten(-1, (heads, dim // heads)).transpose(1, 2)
-        for t in mixer.qkv(x).chunk(3, dim=-1)
+        for t in (q, k, mixer.v(x))
     )
     return mixer, x, q, k, v
 
@@ -162,6 +164,11 @@ def test_state_sizes():
     window = RecallModel(("sliding_window",), 128, 16, 2, window=4)
     assert window.state_numbers(3) == 2 * 3 * 16
     assert window.state_numbers(100) == 2 * 4 * 16
+    # 3 key features per head: 2 heads of 3 x 8; the cache keeps 2 x 3 + 16
+    small = RecallModel(("deltanet", "softmax"), 128, 16, 2, key_dim=3)
+    assert small.state_numbers(10) == 2 * 3 * 8 + 10 * (2 * 3 + 16)
+    tokens = torch.randint(128, (2, 9))
+    assert small(tokens).shape == (2, 9, 128)
 
 
 def test_bad_models_are_refused():
@@ -176,9 +183,13 @@ def test_bad_models_are_refused():
 
 def test_a_short_training_run_learns_something_and_keeps_the_rng():
     before = torch.get_rng_state()
-    model, losses = train_recall("softmax", 16, 0, steps=8, batch_size=8)
+    model, losses, curve = train_recall(
+        "softmax", seed=0, steps=8, batch_size=8, curve_every=4,
+        config={"dim": 16},
+    )  # fmt: skip
     assert torch.equal(before, torch.get_rng_state())
     assert len(losses) == 8 and all(math.isfinite(x) for x in losses)
+    assert [step for step, _ in curve] == [4, 8]
     assert 0.0 <= recall_accuracy(model, 4, sequences=16) <= 1.0
 
 
@@ -188,10 +199,9 @@ def test_a_short_training_run_learns_something_and_keeps_the_rng():
 def test_the_shipped_results_cover_the_grid_with_several_seeds():
     results = pretrained_results()  # checks the pinned SHA-256
     assert len(results["seeds"]) >= 3
-    grid = {(r["model"], r["width"], r["seed"]) for r in results["runs"]}
-    assert grid == {
-        (m, w, s) for m in MODELS for w in WIDTHS for s in results["seeds"]
-    }
+    grid = [(r["model"], r["key_dim"], r["seed"]) for r in results["runs"]]
+    assert sorted(grid) == sorted(shipped_runs())
+    assert {k for _, k, _ in grid} == set(KEY_DIMS)
     for run in results["runs"]:
         assert set(run["accuracy"]) == {str(p) for p in PAIRS}
         assert all(0 <= a <= 1 for a in run["accuracy"].values())

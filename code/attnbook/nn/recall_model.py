@@ -35,7 +35,8 @@ from torch import nn
 
 from .._checks import require_ids, require_int, restores_rng_on_error
 from ..core.attention import attention
-from ..core.fixed_memory import delta_rule, linear_attention
+from ..core.delta_rule import delta_rule
+from ..core.linear_attention import linear_attention
 from ..core.masking import causal_mask, sliding_window_mask
 from .multihead import merge_heads, split_heads
 
@@ -65,8 +66,10 @@ class TokenMixer(nn.Module):
     """One layer's token mixer, ``kind`` one of ``MIXERS``.
 
     x (B, n, dim) -> (B, n, dim): queries, keys and values are linear maps
-    of x split into ``num_heads`` heads of dim // num_heads; the mixer
-    combines them causally; the heads are merged and projected.
+    of x split into ``num_heads`` heads, queries and keys of ``key_dim``
+    features each (dim // num_heads when None), values of dim // num_heads;
+    the mixer combines them causally; the heads are merged and projected.
+    A fixed-state mixer's state is num_heads x key_dim x dim // num_heads.
     """
 
     def __init__(
@@ -76,6 +79,7 @@ class TokenMixer(nn.Module):
         num_heads: int,
         window: int = 16,
         chunk_size: int = 16,
+        key_dim: int | None = None,
     ):
         super().__init__()
         if kind not in MIXERS:
@@ -84,7 +88,9 @@ class TokenMixer(nn.Module):
             )
         self.kind, self.num_heads = kind, num_heads
         self.window, self.chunk_size = window, chunk_size
-        self.qkv = nn.Linear(dim, 3 * dim, bias=False)
+        self.key_dim = key_dim or dim // num_heads
+        self.qk = nn.Linear(dim, 2 * num_heads * self.key_dim, bias=False)
+        self.v = nn.Linear(dim, dim, bias=False)
         self.out = nn.Linear(dim, dim, bias=False)
         if kind in ("deltanet", "gated_deltanet"):
             self.beta = nn.Linear(dim, num_heads)
@@ -93,14 +99,16 @@ class TokenMixer(nn.Module):
             nn.init.constant_(self.gate.bias, 3.0)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        q, k, v = (
+        q, k = (
             split_heads(part, self.num_heads)
-            for part in self.qkv(x).chunk(3, dim=-1)
-        )  # each (B, h, n, d_h)
+            for part in self.qk(x).chunk(2, dim=-1)
+        )  # each (B, h, n, key_dim)
+        v = split_heads(self.v(x), self.num_heads)  # (B, h, n, d_h)
         return self.out(merge_heads(self.mix(x, q, k, v)))
 
     def mix(self, x, q, k, v) -> torch.Tensor:
-        """The heads' outputs (B, h, n, d_h) from q, k, v (B, h, n, d_h)."""
+        """The heads' outputs (B, h, n, d_h) from q, k (B, h, n, key_dim)
+        and v (B, h, n, d_h)."""
         n = q.shape[-2]
         if self.kind == "softmax":
             return attention(q, k, v, mask=causal_mask(n))[0]
@@ -118,14 +126,15 @@ class TokenMixer(nn.Module):
 
     def state_numbers(self, n: int) -> int:
         """How many numbers this mixer keeps per sequence after n tokens:
-        the key-value cache 2 n dim (softmax), 2 min(n, window) dim (the
-        window), or num_heads d_h x d_h (the fixed-state mixers)."""
-        dim = self.qkv.in_features
+        the key-value cache, n (num_heads key_dim + dim) (softmax), the
+        same for min(n, window) tokens (the window), or num_heads key_dim
+        d_h (the fixed-state mixers)."""
+        dim, keys = self.v.in_features, self.num_heads * self.key_dim
         if self.kind == "softmax":
-            return 2 * n * dim
+            return n * (keys + dim)
         if self.kind == "sliding_window":
-            return 2 * min(n, self.window) * dim
-        return dim * dim // self.num_heads
+            return min(n, self.window) * (keys + dim)
+        return keys * dim // self.num_heads
 
 
 class Block(nn.Module):
@@ -151,7 +160,9 @@ class RecallModel(nn.Module):
     tokens (B, n) int64 in [0, vocab_size) -> logits (B, n, vocab_size);
     logits[:, t] predicts token t + 1 from tokens 0 .. t. dim must be a
     multiple of num_heads; window: the sliding window's width in tokens;
-    chunk_size: the chunk of the chunked delta rule.
+    chunk_size: the chunk of the chunked delta rule; key_dim: the query
+    and key features per head (dim // num_heads when None), which sets the
+    fixed-state mixers' state size.
     """
 
     @restores_rng_on_error
@@ -163,6 +174,7 @@ class RecallModel(nn.Module):
         num_heads: int = 2,
         window: int = 16,
         chunk_size: int = 16,
+        key_dim: int | None = None,
     ):
         super().__init__()
         mixers = _check_mixers(mixers)
@@ -171,15 +183,21 @@ class RecallModel(nn.Module):
         require_int("num_heads", num_heads)
         require_int("window", window)
         require_int("chunk_size", chunk_size)
+        if key_dim is not None:
+            require_int("key_dim", key_dim)
         if dim % num_heads:
             raise ValueError(
                 f"dim ({dim}) must be a multiple of num_heads ({num_heads})"
             )
         self.mixers = mixers
         self.embedding = nn.Embedding(vocab_size, dim)
+        options = {
+            "window": window,
+            "chunk_size": chunk_size,
+            "key_dim": key_dim,
+        }
         self.blocks = nn.ModuleList(
-            Block(kind, dim, num_heads, window=window, chunk_size=chunk_size)
-            for kind in mixers
+            Block(kind, dim, num_heads, **options) for kind in mixers
         )
         self.norm = nn.LayerNorm(dim)
         self.unembed = nn.Linear(dim, vocab_size, bias=False)

@@ -15,9 +15,11 @@ pairs) from a generator seeded ``seed + 1`` (seeds 0, 1, ...); evaluation
 draws from generators seeded ``EVAL_SEED + P``, far from every training
 seed, and a test checks that no evaluation sequence occurs in training.
 
-``python -m attnbook.train.recall`` trains every model of ``MODELS`` at
-every width of ``WIDTHS`` with ``TRAINING_RECIPE`` for ``SEEDS`` and ships
-the accuracies as ``data/recall.json`` (pinned, ``RECALL_SHA256``).
+``python -m attnbook.train.recall`` trains every model of ``MODELS`` (and
+the fixed-state models of ``STATE_SWEEP`` with smaller query-key features,
+``KEY_DIMS``, which shrinks their state) with ``TRAINING_RECIPE`` for
+``SEEDS`` and ships the accuracies and learning curves as
+``data/recall.json`` (pinned, ``RECALL_SHA256``).
 """
 
 import json
@@ -28,6 +30,7 @@ import torch.nn.functional as F
 
 from .._checks import (
     keep_global_rng,
+    require_dict_or_none,
     require_generator,
     require_int,
     require_training,
@@ -49,10 +52,11 @@ MODELS = {
     "gated_deltanet": ("gated_deltanet", "gated_deltanet"),
     "hybrid": ("gated_deltanet", "softmax"),
 }
-MODEL_CONFIG = {"num_heads": 2, "window": 16, "chunk_size": 16}
-WIDTHS = (16, 32, 64)
+MODEL_CONFIG = {"dim": 64, "num_heads": 2, "window": 16, "chunk_size": 16}
+KEY_DIMS = (8, 16, 32)  # 32 = dim // num_heads, every model's default
+STATE_SWEEP = ("linear", "deltanet")
 TRAINING_RECIPE = {
-    "steps": 400,
+    "steps": 500,
     "batch_size": 32,
     "lr": 3e-3,
     "weight_decay": 0.01,
@@ -60,6 +64,7 @@ TRAINING_RECIPE = {
 SEEDS = (0, 1, 2)
 EVAL_SEED = 1_000_000
 EVAL_SEQUENCES = 256
+CURVE_EVERY = 100  # steps between two points of a learning curve
 
 
 def recall_batch(batch_size: int, pairs: int, generator: torch.Generator):
@@ -96,45 +101,55 @@ def recall_loss(logits, targets) -> torch.Tensor:
     return F.cross_entropy(logits[keep], targets[keep])
 
 
-def build_model(name: str, width: int) -> RecallModel:
-    """A fresh model ``MODELS[name]`` of width ``width`` (MODEL_CONFIG),
-    drawn from torch's global generator."""
+def build_model(
+    name: str, key_dim: int | None = None, config: dict | None = None
+) -> RecallModel:
+    """A fresh model ``MODELS[name]`` with ``MODEL_CONFIG`` (updated by
+    config) and ``key_dim`` query-key features per head (None: dim //
+    num_heads), drawn from torch's global generator."""
     if name not in MODELS:
         raise ValueError(
             f"name must be one of {tuple(MODELS)}, got {name!r:.40}"
         )
-    return RecallModel(MODELS[name], VOCAB_SIZE, width, **MODEL_CONFIG)
+    config = {**MODEL_CONFIG, **require_dict_or_none("config", config)}
+    return RecallModel(MODELS[name], VOCAB_SIZE, key_dim=key_dim, **config)
 
 
 def train_recall(
     name: str,
-    width: int = 32,
+    key_dim: int | None = None,
     seed: int = 0,
-    steps: int = 400,
+    steps: int = 500,
     batch_size: int = 32,
     lr: float = 3e-3,
     weight_decay: float = 0.01,
+    config: dict | None = None,
     dtype: torch.dtype = torch.float32,
+    curve_every: int | None = None,
 ):
-    """Train a seeded ``build_model(name, width)`` on batches cycling
-    through ``PAIRS``, AdamW with gradient clipping at 1, on one thread.
-    Returns (model in eval mode, per-step losses in nats). Torch's global
-    random state is left as it was."""
+    """Train a seeded ``build_model(name, key_dim, config)`` in ``dtype``
+    on batches cycling through ``PAIRS``, AdamW with gradient clipping at
+    1, on one thread. Returns (model in eval mode, per-step losses in nats,
+    learning curve): the curve lists [step, held-out accuracy at the
+    largest P] every ``curve_every`` steps (empty when None). Torch's
+    global random state is left as it was."""
     require_training(
         steps=steps, batch_size=batch_size, lr=lr, weight_decay=weight_decay
     )
     require_int("seed", seed, minimum=0)
+    if curve_every is not None:
+        require_int("curve_every", curve_every)
     with single_thread(), keep_global_rng():
         torch.manual_seed(seed)
-        model = build_model(name, width).to(dtype)
+        model = build_model(name, key_dim, config).to(dtype)
         generator = torch.Generator().manual_seed(seed + 1)
         optimizer = torch.optim.AdamW(
             model.parameters(), lr=lr, weight_decay=weight_decay
         )
-        model.train()
-        losses = []
-        for step in range(steps):
-            pairs = PAIRS[step % len(PAIRS)]
+        losses, curve = [], []
+        for step in range(1, steps + 1):
+            model.train()
+            pairs = PAIRS[(step - 1) % len(PAIRS)]
             tokens, targets = recall_batch(batch_size, pairs, generator)
             loss = recall_loss(model(tokens), targets)
             optimizer.zero_grad()
@@ -142,7 +157,10 @@ def train_recall(
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
             losses.append(loss.item())
-    return model.eval(), losses
+            if curve_every and step % curve_every == 0:
+                model.eval()
+                curve.append([step, recall_accuracy(model, max(PAIRS))])
+    return model.eval(), losses, curve
 
 
 def eval_generator(pairs: int) -> torch.Generator:
@@ -166,23 +184,37 @@ def recall_accuracy(model, pairs: int, sequences: int = EVAL_SEQUENCES):
     return float((guess == targets)[keep].float().mean())
 
 
-def run_model(name: str, width: int, seed: int) -> dict:
-    """Train one model at one width with one seed and evaluate it at every
-    P of ``PAIRS``: what the training script runs per process. Returns a
-    JSON-ready dict."""
+def run_model(name: str, key_dim: int, seed: int) -> dict:
+    """Train one model with ``key_dim`` query-key features per head and
+    one seed, and evaluate it at every P of ``PAIRS``: what the training
+    script runs per process. Returns a JSON-ready dict."""
     start = time.process_time()
-    model, losses = train_recall(name, width, seed, **TRAINING_RECIPE)
+    model, losses, curve = train_recall(
+        name, key_dim, seed, **TRAINING_RECIPE, curve_every=CURVE_EVERY
+    )
     tail = losses[-len(PAIRS) * 10 :]
     return {
         "model": name,
-        "width": width,
+        "key_dim": key_dim,
         "seed": seed,
         "final_loss": sum(tail) / len(tail),
         "accuracy": {p: recall_accuracy(model, p) for p in PAIRS},
+        "curve": curve,
         "state_numbers": {p: model.state_numbers(3 * p) for p in PAIRS},
         "parameters": sum(p.numel() for p in model.parameters()),
         "cpu_seconds": time.process_time() - start,
     }
+
+
+def shipped_runs() -> list:
+    """The (model, key_dim, seed) of every run the training script makes:
+    every model at the default key_dim, the ``STATE_SWEEP`` models also at
+    the smaller ``KEY_DIMS``."""
+    default = KEY_DIMS[-1]
+    grid = [(name, default) for name in MODELS] + [
+        (name, k) for name in STATE_SWEEP for k in KEY_DIMS[:-1]
+    ]
+    return [(name, k, seed) for seed in SEEDS for name, k in grid]
 
 
 def pretrained_results() -> dict:
