@@ -7,7 +7,9 @@ layer and the ones below it (tests/test_layout.py checks it):
                counts, threads, key-value cache bytes, head scores
   core         attention as tensor functions: masking, scoring, attention,
                kernel regression, positional, rotary, long context (ALiBi,
-               RoPE scaling), chunked, grouped-query
+               RoPE scaling), chunked, grouped-query; fixed-size memory:
+               feature maps, linear attention, the delta rule, gated
+               linear attention, state-space duality
   nn           modules: multi-head (and grouped-query), latent and
                self-attention, the Transformer encoder and decoder, the RNN
                encoder-decoder, pointer networks, the attention-only
@@ -30,12 +32,23 @@ every layer. The names below are the book's public API:
 from ._checks import matrix_memory_limit, set_matrix_memory_limit
 from .core.attention import attention, attention_weights, hard_attention
 from .core.chunked import chunked_attention
+from .core.delta_rule import delta_rule
+from .core.feature_maps import (
+    elu_feature_map,
+    positive_random_features,
+    random_projection,
+)
+from .core.gated import gated_linear_attention
 from .core.grouped_query import grouped_query_attention
 from .core.kernel_regression import (
     gaussian_scores,
     nadaraya_watson,
     regression_data,
     regression_target,
+)
+from .core.linear_attention import (
+    linear_attention,
+    linear_attention_recurrent,
 )
 from .core.long_context import (
     alibi_bias,
@@ -63,6 +76,7 @@ from .core.scoring import (
     dot_score,
     scaled_dot_score,
 )
+from .core.ssd import decay_mask, ssd_attention
 from .display.figures import sharp_figures, show_heatmaps
 from .display.listing import show_source
 from .measure.compare import agreement
@@ -117,13 +131,19 @@ __all__ = [
     "attention_weights",
     "causal_mask",
     "chunked_attention",
+    "decay_mask",
+    "delta_rule",
     "dot_score",
+    "elu_feature_map",
+    "gated_linear_attention",
     "gaussian_scores",
     "grouped_query_attention",
     "hard_attention",
     "induction_score",
     "kv_cache_bytes",
     "lengths_to_mask",
+    "linear_attention",
+    "linear_attention_recurrent",
     "masked_softmax",
     "matrix_memory_limit",
     "merge_heads",
@@ -132,10 +152,12 @@ __all__ = [
     "next_token_distribution",
     "padding_mask",
     "position_shift_matrix",
+    "positive_random_features",
     "pretrained_induction_models",
     "pretrained_language_model",
     "pretrained_sorter",
     "previous_token_score",
+    "random_projection",
     "regression_data",
     "regression_target",
     "rope_frequencies",
@@ -149,6 +171,7 @@ __all__ = [
     "sliding_window_mask",
     "sorting_batch",
     "split_heads",
+    "ssd_attention",
     "yarn_attention_scale",
 ]
 __version__ = "0.1.0"

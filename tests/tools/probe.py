@@ -436,6 +436,40 @@ fn(
     x=lambda: R(2, 5, 8),
     positions=lambda: torch.arange(5),
 )
+# chapter 17: attention with a fixed-size memory
+QKV_SAME = dict(
+    queries=lambda: R(2, 5, 4),
+    keys=lambda: R(2, 5, 4),
+    values=lambda: R(2, 5, 6),
+)
+fn("core.feature_maps.elu_feature_map", x=lambda: R(2, 5, 4))
+fn("core.feature_maps.random_projection", num_features=6, dim=4, seed=1)
+fn(
+    "core.feature_maps.positive_random_features",
+    x=lambda: R(2, 5, 4) * 0.5,
+    projection=lambda: torch.randn(6, 4),
+)
+fn("core.linear_attention.linear_attention", **QKV_SAME, chunk_size=2)
+fn("core.linear_attention.linear_attention_recurrent", **QKV_SAME)
+fn(
+    "core.delta_rule.delta_rule",
+    **QKV_SAME,
+    beta=lambda: torch.rand(2, 5),
+    gate=lambda: 0.5 + 0.5 * torch.rand(2, 5),
+    chunk_size=2,
+    return_state=True,
+)
+fn(
+    "core.gated.gated_linear_attention",
+    **QKV_SAME,
+    gate=lambda: 0.5 + 0.5 * torch.rand(2, 5),
+)
+fn("core.ssd.decay_mask", gate=lambda: 0.5 + 0.5 * torch.rand(2, 5))
+fn(
+    "core.ssd.ssd_attention",
+    **QKV_SAME,
+    gate=lambda: 0.5 + 0.5 * torch.rand(2, 5),
+)
 fn("core.sampling.check_sampling", temperature=1.0, top_k=3, top_p=0.9)
 fn("core.sampling.top_k_filter", logits=lambda: R(2, 10), k=3)
 fn("core.sampling.top_p_filter", logits=lambda: R(2, 10), p=0.9)
@@ -749,6 +783,13 @@ fn(
     latent_dim=8,
     rope_dim=4,
     seq_len=16,
+)
+fn(
+    "measure.state_bytes.recurrent_state_bytes",
+    num_layers=2,
+    num_heads=2,
+    key_dim=4,
+    value_dim=4,
 )
 fn("measure.kv_cache.published_cache_bytes", name="Llama 2 7B", seq_len=16)
 MLA_SIZES = dict(embed_dim=8, num_heads=2, latent_dim=4, rope_dim=2)
