@@ -83,6 +83,10 @@ EXPLORERS = {
         "induction_training_explorer(models, induction_history, step=700)",
     ),
     "15_long_context_positions": ("long_context", "rope_scaling_explorer()"),
+    "18_recall_and_hybrids": (
+        "recall",
+        'recall_explorer(model="deltanet", key_dim=32)',
+    ),
 }
 
 

@@ -33,6 +33,7 @@ from .._checks import (
     require_dict_or_none,
     require_generator,
     require_int,
+    require_int_in,
     require_training,
 )
 from .._weights import read_pinned
@@ -126,10 +127,11 @@ def train_recall(
     config: dict | None = None,
     dtype: torch.dtype = torch.float32,
     curve_every: int | None = None,
+    pairs=PAIRS,
 ):
     """Train a seeded ``build_model(name, key_dim, config)`` in ``dtype``
-    on batches cycling through ``PAIRS``, AdamW with gradient clipping at
-    1, on one thread. Returns (model in eval mode, per-step losses in nats,
+    on batches cycling through ``pairs`` (P of each batch in turn), AdamW
+    with gradient clipping at 1, on one thread. Returns (model in eval mode, per-step losses in nats,
     learning curve): the curve lists [step, held-out accuracy at the
     largest P] every ``curve_every`` steps (empty when None). Torch's
     global random state is left as it was."""
@@ -139,6 +141,7 @@ def train_recall(
     require_int("seed", seed, minimum=0)
     if curve_every is not None:
         require_int("curve_every", curve_every)
+    pairs = _check_pairs(pairs)
     with single_thread(), keep_global_rng():
         torch.manual_seed(seed)
         model = build_model(name, key_dim, config).to(dtype)
@@ -149,8 +152,8 @@ def train_recall(
         losses, curve = [], []
         for step in range(1, steps + 1):
             model.train()
-            pairs = PAIRS[(step - 1) % len(PAIRS)]
-            tokens, targets = recall_batch(batch_size, pairs, generator)
+            size = pairs[(step - 1) % len(pairs)]
+            tokens, targets = recall_batch(batch_size, size, generator)
             loss = recall_loss(model(tokens), targets)
             optimizer.zero_grad()
             loss.backward()
@@ -161,6 +164,19 @@ def train_recall(
                 model.eval()
                 curve.append([step, recall_accuracy(model, max(PAIRS))])
     return model.eval(), losses, curve
+
+
+def _check_pairs(pairs) -> tuple:
+    if isinstance(pairs, int) or not isinstance(pairs, (tuple, list)):
+        raise TypeError(
+            "pairs must be a tuple or list of pair counts, got "
+            f"{type(pairs).__name__}"
+        )
+    if not pairs:
+        raise ValueError("pairs must hold at least one pair count")
+    for size in pairs:
+        require_int_in("pairs", size, 1, TASK["num_keys"])
+    return tuple(pairs)
 
 
 def eval_generator(pairs: int) -> torch.Generator:

@@ -1,16 +1,17 @@
 """Chapter 18 explorer: the recall lab's shipped results, one model and one
-width at a time.
+state size (query-key features per head, d_k) at a time.
 
 Left: the chosen model's accuracy against the number of key-value pairs P,
-one thin line per seed and their mean, with softmax attention of the same
-width for reference. Right: the recall/memory frontier, every model and
-width as a point (mean accuracy at the largest P against the numbers its
-mixers keep per sequence), the chosen one ringed.
+one thin line per seed and their mean, with softmax attention for
+reference. Right: the recall/memory frontier, every trained (model, d_k)
+as a point (mean accuracy at the largest P against the numbers its mixers
+keep per sequence), the chosen one ringed. Models trained only at the
+default d_k are shown there whatever d_k is chosen (the title says so).
 """
 
 import matplotlib.pyplot as plt
 
-from ..tasks.recall import MODELS, PAIRS, pretrained_results
+from ..tasks.recall import KEY_DIMS, MODELS, PAIRS, pretrained_results
 from ._explorer import buttons_explorer
 from ._live import draws_view
 
@@ -24,55 +25,60 @@ _LABELS = {
 }
 
 
-def recall_view(model: str = "deltanet", width: int = 32) -> dict:
-    """What the explorer draws for ``model`` (a name of ``MODELS``) at
-    ``width`` (one of the shipped widths), from the shipped results.
+def recall_view(model: str = "deltanet", key_dim: int = 32) -> dict:
+    """What the explorer draws for ``model`` (a name of ``MODELS``) with
+    ``key_dim`` query-key features per head (one of ``KEY_DIMS``), from the
+    shipped results; a model trained only at the default d_k is shown at
+    it ("trained" says which d_k is shown).
 
     Returns a dict: "pairs", "seeds" (one accuracy list per seed),
-    "mean", "softmax" (softmax attention's mean at the same width),
-    "frontier" ({(model, width): (state numbers, mean accuracy at the
-    largest P)}), "setting" (model, width).
+    "mean", "softmax" (softmax attention's mean), "frontier"
+    ({(model, d_k): (state numbers, mean accuracy at the largest P)}),
+    "setting" (model, d_k shown), "asked" (the d_k asked for).
     """
     results = pretrained_results()
     if model not in MODELS:
         raise ValueError(
             f"model must be one of {tuple(MODELS)}, got {model!r:.40}"
         )
-    if width not in results["widths"]:
+    if key_dim not in KEY_DIMS:
         raise ValueError(
-            f"width must be one of {results['widths']}, got {width!r:.40}"
+            f"key_dim must be one of {KEY_DIMS}, got {key_dim!r:.40}"
         )
     largest = str(max(PAIRS))
 
-    def runs(name, w):
+    def runs(name, k):
         return [
             r
             for r in results["runs"]
-            if r["model"] == name and r["width"] == w
+            if r["model"] == name and r["key_dim"] == k
         ]
 
-    def mean_curve(name, w):
-        chosen = runs(name, w)
+    def mean_curve(name, k):
+        chosen = runs(name, k)
         return [
             sum(r["accuracy"][str(p)] for r in chosen) / len(chosen)
             for p in PAIRS
         ]
 
     frontier = {}
-    for name in MODELS:
-        for w in results["widths"]:
-            chosen = runs(name, w)
-            accuracy = sum(r["accuracy"][largest] for r in chosen)
+    for r in results["runs"]:
+        setting = (r["model"], r["key_dim"])
+        if setting not in frontier:
+            chosen = runs(*setting)
+            accuracy = sum(c["accuracy"][largest] for c in chosen)
             state = chosen[0]["state_numbers"][largest]
-            frontier[(name, w)] = (state, accuracy / len(chosen))
+            frontier[setting] = (state, accuracy / len(chosen))
+    shown = key_dim if (model, key_dim) in frontier else KEY_DIMS[-1]
     return {
-        "setting": (model, width),
+        "setting": (model, shown),
+        "asked": key_dim,
         "pairs": list(PAIRS),
         "seeds": [
-            [r["accuracy"][str(p)] for p in PAIRS] for r in runs(model, width)
+            [r["accuracy"][str(p)] for p in PAIRS] for r in runs(model, shown)
         ],
-        "mean": mean_curve(model, width),
-        "softmax": mean_curve("softmax", width),
+        "mean": mean_curve(model, shown),
+        "softmax": mean_curve("softmax", KEY_DIMS[-1]),
         "frontier": frontier,
     }
 
@@ -93,7 +99,9 @@ def plot_recall(view: dict):
     left.set_ylim(0, 1.03)
     left.legend(fontsize=8, loc="lower left")
     for k, name in enumerate(MODELS):
-        points = [v for (m, _), v in view["frontier"].items() if m == name]
+        points = sorted(
+            v for (m, _), v in view["frontier"].items() if m == name
+        )
         right.plot(
             [s for s, _ in points],
             [a for _, a in points],
@@ -131,30 +139,30 @@ def update_recall_figure(fig, view: dict) -> list:
     ring = right.lines[-1]
     state, accuracy = view["frontier"][view["setting"]]
     ring.set_data([state], [accuracy])
-    model, width = view["setting"]
+    model, key_dim = view["setting"]
+    note = "" if key_dim == view["asked"] else " (only trained at)"
     left.title.set_text(
-        f"{_LABELS[model]}, width {width}: {view['mean'][-1]:.1%} "
+        f"{_LABELS[model]}, d_k = {key_dim}{note}: {view['mean'][-1]:.1%} "
         f"at P = {pairs[-1]}"
     )
     right.title.set_text(f"{state:,} numbers kept at P = {pairs[-1]}")
     return [softmax, *seed_lines, mean, ring, left.title, right.title]
 
 
-def recall_explorer(model: str = "deltanet", width: int = 32):
-    """Buttons for the model, a slider for the width; redraws the accuracy
+def recall_explorer(model: str = "deltanet", key_dim: int = 32):
+    """Buttons for the model, a slider for d_k; redraws the accuracy
     against P and rings the model on the frontier."""
-    widths = pretrained_results()["widths"]
     options = {
         "model": [(_LABELS[name], name) for name in MODELS],
-        "width": [(str(w), w) for w in widths],
+        "key_dim": [(str(k), k) for k in KEY_DIMS],
     }
-    labels = {"model": "model", "width": "width"}
-    first = {"model": model, "width": width}
+    labels = {"model": "model", "key_dim": "d_k"}
+    first = {"model": model, "key_dim": key_dim}
     return buttons_explorer(
         options,
         labels,
         first,
-        "width",
+        "key_dim",
         recall_view,
         plot_recall,
         update_recall_figure,
