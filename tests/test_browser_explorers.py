@@ -83,6 +83,10 @@ EXPLORERS = {
         "induction_training_explorer(models, induction_history, step=700)",
     ),
     "15_long_context_positions": ("long_context", "rope_scaling_explorer()"),
+    "17_fixed_size_memory": (
+        "fixed_memory",
+        "memory_explorer(key_dim=32, gate=1.0, pairs=32)",
+    ),
     "18_recall_and_hybrids": (
         "recall",
         'recall_explorer(model="deltanet", key_dim=32)',
