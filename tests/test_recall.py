@@ -16,6 +16,7 @@ from attnbook.tasks.recall import (
     SEEDS,
     TASK,
     TRAINING_RECIPE,
+    build_model,
     pretrained_results,
     recall_accuracy,
     recall_batch,
@@ -206,3 +207,26 @@ def test_the_shipped_results_cover_the_grid_with_several_seeds():
         assert set(run["accuracy"]) == {str(p) for p in PAIRS}
         assert all(0 <= a <= 1 for a in run["accuracy"].values())
     assert results["recipe"] == TRAINING_RECIPE
+
+
+def test_the_chapters_small_task_evaluates_on_unseen_sequences():
+    # chapter 18's live run: 16 keys and values, 150 steps of 16 at P = 8
+    small = {"num_keys": 16, "num_values": 16}
+    generator = torch.Generator().manual_seed(0 + 1)
+    seen = set()
+    for _ in range(150):
+        tokens, _ = recall_batch(16, 8, generator, 16, 16)
+        seen |= set(map(tuple, tokens.tolist()))
+    held = held_out(8, 64, small)[0]
+    assert seen.isdisjoint(map(tuple, held.tolist()))
+    assert held.max() < 32
+
+
+def test_models_can_be_built_from_mixers_and_for_another_vocabulary():
+    model = build_model(("linear",), 2, {"dim": 8}, {"num_keys": 4})
+    assert model.mixers == ("linear",)
+    assert model.unembed.out_features == 4 + TASK["num_values"]
+    with pytest.raises(ValueError, match="task may set only"):
+        build_model("softmax", task={"keys": 4})
+    with pytest.raises(ValueError, match="name must be one of"):
+        build_model("lstm")

@@ -41,7 +41,7 @@ from ..measure.threads import single_thread
 from ..nn.recall_model import RecallModel
 
 RESULTS_FILE = "recall.json"
-RECALL_SHA256 = ""
+RECALL_SHA256 = ""  # pinned when the training script has run
 TASK = {"num_keys": 64, "num_values": 64}
 VOCAB_SIZE = TASK["num_keys"] + TASK["num_values"]
 PAIRS = (4, 8, 16, 32)
@@ -68,14 +68,23 @@ EVAL_SEQUENCES = 256
 CURVE_EVERY = 100  # steps between two points of a learning curve
 
 
-def recall_batch(batch_size: int, pairs: int, generator: torch.Generator):
+def recall_batch(
+    batch_size: int,
+    pairs: int,
+    generator: torch.Generator,
+    num_keys: int = TASK["num_keys"],
+    num_values: int = TASK["num_values"],
+):
     """(tokens, targets), both (batch_size, 3 * pairs) int64: the sequences
-    above; targets[b, t] is the value the output at t must name for the
-    P query positions t, and -1 (no loss) elsewhere."""
+    above, with keys 0 .. num_keys - 1 and values num_keys .. num_keys +
+    num_values - 1 (``TASK``'s by default); targets[b, t] is the value the
+    output at t must name for the P query positions t, and -1 (no loss)
+    elsewhere."""
     require_int("batch_size", batch_size)
     require_int("pairs", pairs)
+    require_int("num_keys", num_keys)
+    require_int("num_values", num_values)
     require_generator("generator", generator)
-    num_keys, num_values = TASK["num_keys"], TASK["num_values"]
     if pairs > num_keys:
         raise ValueError(
             f"pairs = {pairs} needs at most num_keys = {num_keys} distinct "
@@ -103,17 +112,38 @@ def recall_loss(logits, targets) -> torch.Tensor:
 
 
 def build_model(
-    name: str, key_dim: int | None = None, config: dict | None = None
+    name: str,
+    key_dim: int | None = None,
+    config: dict | None = None,
+    task: dict | None = None,
 ) -> RecallModel:
-    """A fresh model ``MODELS[name]`` with ``MODEL_CONFIG`` (updated by
-    config) and ``key_dim`` query-key features per head (None: dim //
-    num_heads), drawn from torch's global generator."""
-    if name not in MODELS:
+    """A fresh model ``MODELS[name]`` (or, for a tuple or list, a model
+    with those mixers) with ``MODEL_CONFIG`` (updated by config) and
+    ``key_dim`` query-key features per head (None: dim // num_heads), for
+    the vocabulary of ``TASK`` (updated by task), drawn from torch's global
+    generator."""
+    if isinstance(name, (tuple, list)):
+        mixers = tuple(name)
+    elif name in MODELS:
+        mixers = MODELS[name]
+    else:
         raise ValueError(
-            f"name must be one of {tuple(MODELS)}, got {name!r:.40}"
+            f"name must be one of {tuple(MODELS)} or a tuple of mixers, "
+            f"got {name!r:.40}"
         )
     config = {**MODEL_CONFIG, **require_dict_or_none("config", config)}
-    return RecallModel(MODELS[name], VOCAB_SIZE, key_dim=key_dim, **config)
+    task = _task(task)
+    vocab_size = task["num_keys"] + task["num_values"]
+    return RecallModel(mixers, vocab_size, key_dim=key_dim, **config)
+
+
+def _task(task) -> dict:
+    task = {**TASK, **require_dict_or_none("task", task)}
+    if set(task) != set(TASK):
+        raise ValueError(
+            f"task may set only {sorted(TASK)}, got {sorted(task)}"
+        )
+    return task
 
 
 def train_recall(
@@ -128,11 +158,13 @@ def train_recall(
     dtype: torch.dtype = torch.float32,
     curve_every: int | None = None,
     pairs=PAIRS,
+    task: dict | None = None,
 ):
-    """Train a seeded ``build_model(name, key_dim, config)`` in ``dtype``
-    on batches cycling through ``pairs`` (P of each batch in turn), AdamW
-    with gradient clipping at 1, on one thread. Returns (model in eval mode, per-step losses in nats,
-    learning curve): the curve lists [step, held-out accuracy at the
+    """Train a seeded ``build_model(name, key_dim, config, task)`` in
+    ``dtype`` on batches cycling through ``pairs`` (P of each batch in
+    turn), AdamW with gradient clipping at 1, on one thread. Returns
+    (model in eval mode, per-step losses in nats, learning curve): the
+    curve lists [step, held-out accuracy at the
     largest P] every ``curve_every`` steps (empty when None). Torch's
     global random state is left as it was."""
     require_training(
@@ -142,9 +174,10 @@ def train_recall(
     if curve_every is not None:
         require_int("curve_every", curve_every)
     pairs = _check_pairs(pairs)
+    task = _task(task)
     with single_thread(), keep_global_rng():
         torch.manual_seed(seed)
-        model = build_model(name, key_dim, config).to(dtype)
+        model = build_model(name, key_dim, config, task).to(dtype)
         generator = torch.Generator().manual_seed(seed + 1)
         optimizer = torch.optim.AdamW(
             model.parameters(), lr=lr, weight_decay=weight_decay
@@ -153,7 +186,7 @@ def train_recall(
         for step in range(1, steps + 1):
             model.train()
             size = pairs[(step - 1) % len(pairs)]
-            tokens, targets = recall_batch(batch_size, size, generator)
+            tokens, targets = recall_batch(batch_size, size, generator, **task)
             loss = recall_loss(model(tokens), targets)
             optimizer.zero_grad()
             loss.backward()
@@ -162,7 +195,8 @@ def train_recall(
             losses.append(loss.item())
             if curve_every and step % curve_every == 0:
                 model.eval()
-                curve.append([step, recall_accuracy(model, max(PAIRS))])
+                accuracy = recall_accuracy(model, max(pairs), task=task)
+                curve.append([step, accuracy])
     return model.eval(), losses, curve
 
 
@@ -175,7 +209,7 @@ def _check_pairs(pairs) -> tuple:
     if not pairs:
         raise ValueError("pairs must hold at least one pair count")
     for size in pairs:
-        require_int_in("pairs", size, 1, TASK["num_keys"])
+        require_int_in("pairs", size, 1, 10**6)
     return tuple(pairs)
 
 
@@ -184,16 +218,24 @@ def eval_generator(pairs: int) -> torch.Generator:
     return torch.Generator().manual_seed(EVAL_SEED + pairs)
 
 
-def evaluation_batch(pairs: int, sequences: int = EVAL_SEQUENCES):
-    """The held-out (tokens, targets) with ``pairs`` pairs."""
-    return recall_batch(sequences, pairs, eval_generator(pairs))
+def evaluation_batch(
+    pairs: int, sequences: int = EVAL_SEQUENCES, task: dict | None = None
+):
+    """The held-out (tokens, targets) with ``pairs`` pairs (``TASK``'s
+    vocabulary, updated by task)."""
+    return recall_batch(sequences, pairs, eval_generator(pairs), **_task(task))
 
 
 @torch.no_grad()
-def recall_accuracy(model, pairs: int, sequences: int = EVAL_SEQUENCES):
+def recall_accuracy(
+    model,
+    pairs: int,
+    sequences: int = EVAL_SEQUENCES,
+    task: dict | None = None,
+):
     """The fraction of held-out queries whose most likely output is the
-    right value."""
-    tokens, targets = evaluation_batch(pairs, sequences)
+    right value (``evaluation_batch(pairs, sequences, task)``)."""
+    tokens, targets = evaluation_batch(pairs, sequences, task)
     keep = targets >= 0
     with single_thread():
         guess = model(tokens).argmax(-1)
@@ -227,10 +269,14 @@ def shipped_runs() -> list:
     every model at the default key_dim, the ``STATE_SWEEP`` models also at
     the smaller ``KEY_DIMS``."""
     default = KEY_DIMS[-1]
-    grid = [(name, default) for name in MODELS] + [
-        (name, k) for name in STATE_SWEEP for k in KEY_DIMS[:-1]
+    main = [(name, default, seed) for seed in SEEDS for name in MODELS]
+    sweep = [
+        (name, k, seed)
+        for seed in SEEDS
+        for name in STATE_SWEEP
+        for k in KEY_DIMS[:-1]
     ]
-    return [(name, k, seed) for seed in SEEDS for name, k in grid]
+    return main + sweep
 
 
 def pretrained_results() -> dict:

@@ -12,10 +12,12 @@ Each run is ``run_model(name, key_dim, seed)`` of ``attnbook.tasks.recall``
 (``TRAINING_RECIPE`` on batches cycling through ``PAIRS``, a learning curve
 at the largest P, then the accuracy at every P on held-out sequences),
 float32 on one thread in its own process, so the result does not depend on
-``--jobs``. The grid is ``shipped_runs()``: six models at the default
-key_dim and two fixed-state models at two smaller ones, three seeds each
-(30 runs, about 15 minutes of CPU time). The file stores no timing: two
-runs on one machine write the same bytes.
+``--jobs`` (the file is rewritten after every run with the runs done so
+far, and pinned when all are). The grid is ``shipped_runs()``: six models
+at the default key_dim and two fixed-state models at two smaller ones,
+three seeds each (30 runs, about 17 minutes of CPU time; 40 minutes of wall
+time with ``--jobs 3`` on a 2-core machine shared with other work). The
+file stores no timing: two runs on one machine write the same bytes.
 """
 
 import json
@@ -96,8 +98,12 @@ def main(argv=None) -> None:
         and (args.seeds is None or seed in args.seeds)
     ]
     start = time.perf_counter()
+    records = []
     with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
-        records = pool.map(_run, jobs, chunksize=1)
+        for record in pool.imap_unordered(_run, jobs, chunksize=1):
+            records.append(record)
+            if len(records) < len(jobs):  # what is done so far, unpinned
+                args.out.write_text(results_json(records))
     print(f"all runs: {time.perf_counter() - start:.0f} s wall", flush=True)
     text = results_json(records)
     write_pinned(args.out, text, "RECALL_SHA256", "attnbook/tasks/recall.py")
