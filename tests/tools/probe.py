@@ -110,9 +110,9 @@ SKIP = {
     # one on all held-out text); its parts are probed: pool_kv_heads,
     # cached_numbers_per_token, train_language_model
     "attnbook.experiments.kv_sharing.run_variant": "minutes per call",
-    # trains one recall-lab model for 500 steps (half a minute); its parts
+    # trains one recall-lab model for 300 steps (20 s); its parts
     # are probed: train_recall, recall_accuracy
-    "attnbook.tasks.recall.run_model": "half a minute per call",
+    "attnbook.tasks.recall.run_model": "20 s per call",
 }
 
 

@@ -55,9 +55,9 @@ MODELS = {
 }
 MODEL_CONFIG = {"dim": 64, "num_heads": 2, "window": 16, "chunk_size": 16}
 KEY_DIMS = (8, 16, 32)  # 32 = dim // num_heads, every model's default
-STATE_SWEEP = ("linear", "deltanet")
+STATE_SWEEP = ("linear",)
 TRAINING_RECIPE = {
-    "steps": 500,
+    "steps": 300,
     "batch_size": 32,
     "lr": 3e-3,
     "weight_decay": 0.01,
@@ -150,7 +150,7 @@ def train_recall(
     name: str,
     key_dim: int | None = None,
     seed: int = 0,
-    steps: int = 500,
+    steps: int = 300,
     batch_size: int = 32,
     lr: float = 3e-3,
     weight_decay: float = 0.01,

@@ -14,10 +14,10 @@ at the largest P, then the accuracy at every P on held-out sequences),
 float32 on one thread in its own process, so the result does not depend on
 ``--jobs`` (the file is rewritten after every run with the runs done so
 far, and pinned when all are). The grid is ``shipped_runs()``: six models
-at the default key_dim and two fixed-state models at two smaller ones,
-three seeds each (30 runs, about 17 minutes of CPU time; 40 minutes of wall
-time with ``--jobs 3`` on a 2-core machine shared with other work). The
-file stores no timing: two runs on one machine write the same bytes.
+at the default key_dim and linear attention at two smaller ones, three
+seeds each (24 runs, about 10 minutes of CPU time; with ``--jobs 4`` on a
+2-core machine shared with other work, about 25 minutes). The file stores
+no timing: two runs on one machine write the same bytes.
 """
 
 import json
