@@ -5,7 +5,7 @@ whose value it must answer."""
 import matplotlib.pyplot as plt
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
-from .._checks import require_int
+from .._checks import require_int, require_tensor
 
 
 def draw_recall_sequence(tokens, targets, num_keys: int):
@@ -18,6 +18,13 @@ def draw_recall_sequence(tokens, targets, num_keys: int):
     key tokens are 0 .. num_keys - 1, the others values. Returns the figure.
     """
     require_int("num_keys", num_keys)
+    for name, value in (("tokens", tokens), ("targets", targets)):
+        require_tensor(name, value)
+        if value.dim() != 1 or value.is_floating_point():
+            raise ValueError(
+                f"{name} must be a 1-d integer tensor, got "
+                f"{tuple(value.shape)} {value.dtype}"
+            )
     tokens, targets = tokens.tolist(), targets.tolist()
     if len(tokens) != len(targets):
         raise ValueError(

@@ -33,7 +33,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._checks import require_ids, require_int, restores_rng_on_error
+from .._checks import (
+    require_float,
+    require_ids,
+    require_int,
+    require_weights_fit,
+    restores_rng_on_error,
+)
 from ..core.attention import attention
 from ..core.delta_rule import delta_rule
 from ..core.linear_attention import linear_attention
@@ -50,7 +56,8 @@ class ShortConv(nn.Module):
 
     def __init__(self, dim: int, width: int = 2):
         super().__init__()
-        self.width = width
+        require_int("dim", dim)
+        self.width = require_int("width", width)
         self.conv = nn.Conv1d(dim, dim, width, groups=dim, bias=False)
         with torch.no_grad():  # start as the identity plus a little past
             self.conv.weight.zero_()
@@ -58,6 +65,7 @@ class ShortConv(nn.Module):
             self.conv.weight[:, 0, :-1] = 0.5
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _require_sequence("x", x, self.conv.in_channels)
         padded = F.pad(x.transpose(1, 2), (self.width - 1, 0))
         return self.conv(padded).transpose(1, 2)
 
@@ -82,10 +90,8 @@ class TokenMixer(nn.Module):
         key_dim: int | None = None,
     ):
         super().__init__()
-        if kind not in MIXERS:
-            raise ValueError(
-                f"each mixer must be one of {MIXERS}, got {kind!r:.40}"
-            )
+        _check_mixers((kind,))
+        _check_sizes(dim, num_heads, window, chunk_size, key_dim)
         self.kind, self.num_heads = kind, num_heads
         self.window, self.chunk_size = window, chunk_size
         self.key_dim = key_dim or dim // num_heads
@@ -99,6 +105,7 @@ class TokenMixer(nn.Module):
             nn.init.constant_(self.gate.bias, 3.0)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _require_sequence("x", x, self.v.in_features)
         q, k = (
             split_heads(part, self.num_heads)
             for part in self.qk(x).chunk(2, dim=-1)
@@ -129,6 +136,7 @@ class TokenMixer(nn.Module):
         the key-value cache, n (num_heads key_dim + dim) (softmax), the
         same for min(n, window) tokens (the window), or num_heads key_dim
         d_h (the fixed-state mixers)."""
+        require_int("n", n, minimum=0)
         dim, keys = self.v.in_features, self.num_heads * self.key_dim
         if self.kind == "softmax":
             return n * (keys + dim)
@@ -142,6 +150,7 @@ class Block(nn.Module):
 
     def __init__(self, kind: str, dim: int, num_heads: int, **mixer_options):
         super().__init__()
+        _check_sizes(dim, num_heads)
         self.norm1, self.norm2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
         self.conv = ShortConv(dim)
         self.mixer = TokenMixer(kind, dim, num_heads, **mixer_options)
@@ -179,16 +188,7 @@ class RecallModel(nn.Module):
         super().__init__()
         mixers = _check_mixers(mixers)
         self.vocab_size = require_int("vocab_size", vocab_size)
-        require_int("dim", dim)
-        require_int("num_heads", num_heads)
-        require_int("window", window)
-        require_int("chunk_size", chunk_size)
-        if key_dim is not None:
-            require_int("key_dim", key_dim)
-        if dim % num_heads:
-            raise ValueError(
-                f"dim ({dim}) must be a multiple of num_heads ({num_heads})"
-            )
+        _check_sizes(dim, num_heads, window, chunk_size, key_dim)
         self.mixers = mixers
         self.embedding = nn.Embedding(vocab_size, dim)
         options = {
@@ -212,6 +212,7 @@ class RecallModel(nn.Module):
     def state_numbers(self, n: int) -> int:
         """Numbers the mixers keep per sequence after n tokens, all layers
         together (what must stay in memory to go on generating)."""
+        require_int("n", n, minimum=0)
         return sum(block.mixer.state_numbers(n) for block in self.blocks)
 
 
@@ -229,3 +230,28 @@ def _check_mixers(mixers) -> tuple:
                 f"each mixer must be one of {MIXERS}, got {kind!r:.40}"
             )
     return tuple(mixers)
+
+
+def _check_sizes(dim, num_heads, window=1, chunk_size=1, key_dim=None):
+    for name, value in (
+        ("dim", dim),
+        ("num_heads", num_heads),
+        ("window", window),
+        ("chunk_size", chunk_size),
+    ):
+        require_int(name, value)
+    if key_dim is not None:
+        require_int("key_dim", key_dim)
+    if dim % num_heads:
+        raise ValueError(
+            f"dim ({dim}) must be a multiple of num_heads ({num_heads})"
+        )
+    require_weights_fit("the model", (dim, 4 * dim))
+
+
+def _require_sequence(name: str, x, dim: int) -> None:
+    require_float(name, x)
+    if x.dim() != 3 or x.shape[-1] != dim:
+        raise ValueError(
+            f"{name} must have shape (batch, n, {dim}), got {tuple(x.shape)}"
+        )

@@ -31,9 +31,11 @@ import torch.nn.functional as F
 from .._checks import (
     keep_global_rng,
     require_dict_or_none,
+    require_float,
     require_generator,
     require_int,
     require_int_in,
+    require_tensor,
     require_training,
 )
 from .._weights import read_pinned
@@ -106,7 +108,22 @@ def recall_batch(
 
 
 def recall_loss(logits, targets) -> torch.Tensor:
-    """Cross-entropy in nats over the answer positions (targets >= 0)."""
+    """Cross-entropy in nats over the answer positions (targets >= 0).
+
+    logits (B, n, vocab), targets (B, n) int64 with -1 where no answer."""
+    require_float("logits", logits)
+    require_tensor("targets", targets)
+    if (
+        logits.dim() != 3
+        or targets.shape != logits.shape[:2]
+        or targets.dtype != torch.int64
+        or not (targets < logits.shape[-1]).all()
+    ):
+        raise ValueError(
+            "logits must be (B, n, vocab) and targets (B, n) int64 ids "
+            f"below vocab or -1, got {tuple(logits.shape)} and "
+            f"{tuple(targets.shape)} {targets.dtype}"
+        )
     keep = targets >= 0
     return F.cross_entropy(logits[keep], targets[keep])
 
