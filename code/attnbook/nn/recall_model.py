@@ -37,6 +37,7 @@ from .._checks import (
     require_float,
     require_ids,
     require_int,
+    require_module_dtype,
     require_weights_fit,
     restores_rng_on_error,
 )
@@ -66,6 +67,7 @@ class ShortConv(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         _require_sequence("x", x, self.conv.in_channels)
+        require_module_dtype(self, x=x)
         padded = F.pad(x.transpose(1, 2), (self.width - 1, 0))
         return self.conv(padded).transpose(1, 2)
 
