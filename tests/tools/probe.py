@@ -1525,7 +1525,9 @@ fn("widgets.soft_hard.angle_query", angle=60.0)
 # chapter 18's recall lab: the model, the task, the script's JSON, the diagram
 RM = "nn.recall_model."
 fn(RM + "ShortConv", dim=8)
-method(RM + "ShortConv.forward", _cls(RM + "ShortConv", 8), x=lambda: R(2, 5, 8))
+method(
+    RM + "ShortConv.forward", _cls(RM + "ShortConv", 8), x=lambda: R(2, 5, 8)
+)
 fn(RM + "TokenMixer", kind="deltanet", dim=8, num_heads=2)
 _MIXER = _cls(RM + "TokenMixer", "gated_deltanet", 8, 2)
 method(RM + "TokenMixer.forward", _MIXER, x=lambda: R(2, 5, 8))
@@ -1539,7 +1541,11 @@ method(
 )
 method(RM + "TokenMixer.state_numbers", _MIXER, n=5)
 fn(RM + "Block", kind="softmax", dim=8, num_heads=2)
-method(RM + "Block.forward", _cls(RM + "Block", "linear", 8, 2), x=lambda: R(2, 5, 8))
+method(
+    RM + "Block.forward",
+    _cls(RM + "Block", "linear", 8, 2),
+    x=lambda: R(2, 5, 8),
+)
 _RECALL_ARGS = (("sliding_window", "deltanet"), 16, 8)
 fn(RM + "RecallModel", mixers=("softmax", "linear"), vocab_size=16, dim=8)
 method(
@@ -1547,13 +1553,19 @@ method(
     _cls(RM + "RecallModel", *_RECALL_ARGS),
     tokens=lambda: torch.randint(16, (2, 6), generator=G()),
 )
-method(RM + "RecallModel.state_numbers", _cls(RM + "RecallModel", *_RECALL_ARGS), n=6)
+method(
+    RM + "RecallModel.state_numbers",
+    _cls(RM + "RecallModel", *_RECALL_ARGS),
+    n=6,
+)
 TR = "tasks.recall."
 fn(TR + "recall_batch", batch_size=2, pairs=3, generator=lambda: G())
 fn(
     TR + "recall_loss",
     logits=lambda: R(2, 9, 128),
-    targets=lambda: resolve("attnbook.tasks.recall.recall_batch")(2, 3, G())[1],
+    targets=lambda: resolve("attnbook.tasks.recall.recall_batch")(2, 3, G())[
+        1
+    ],
 )
 fn(TR + "build_model", name="hybrid", key_dim=4, config={"dim": 8})
 fn(
@@ -1581,8 +1593,12 @@ fn(TR + "chance_accuracy")
 fn("train.recall.results_json", records=[])
 fn(
     "display.recall.draw_recall_sequence",
-    tokens=lambda: resolve("attnbook.tasks.recall.recall_batch")(1, 3, G())[0][0],
-    targets=lambda: resolve("attnbook.tasks.recall.recall_batch")(1, 3, G())[1][0],
+    tokens=lambda: resolve("attnbook.tasks.recall.recall_batch")(1, 3, G())[0][
+        0
+    ],
+    targets=lambda: resolve("attnbook.tasks.recall.recall_batch")(1, 3, G())[
+        1
+    ][0],
     num_keys=64,
 )
 
