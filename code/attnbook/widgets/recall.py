@@ -116,7 +116,7 @@ def plot_recall(view: dict):
     right.set_xlabel(f"numbers kept per sequence (P = {max(pairs)})")
     right.set_ylabel(f"accuracy at P = {max(pairs)}")
     right.set_ylim(0, 1.03)
-    right.legend(fontsize=7, loc="lower right")
+    right.legend(fontsize=8, loc="lower right")
     left.set_title(" ", fontsize=9)
     right.set_title(" ", fontsize=9)
     fig.subplots_adjust(left=0.08, right=0.98, top=0.88, bottom=0.16)
