@@ -38,6 +38,7 @@ from .._checks import (
     require_ids,
     require_int,
     require_module_dtype,
+    require_same_dtype,
     require_weights_fit,
     restores_rng_on_error,
 )
@@ -108,6 +109,7 @@ class TokenMixer(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         _require_sequence("x", x, self.v.in_features)
+        require_module_dtype(self, x=x)
         q, k = (
             split_heads(part, self.num_heads)
             for part in self.qk(x).chunk(2, dim=-1)
@@ -118,6 +120,7 @@ class TokenMixer(nn.Module):
     def mix(self, x, q, k, v) -> torch.Tensor:
         """The heads' outputs (B, h, n, d_h) from q, k (B, h, n, key_dim)
         and v (B, h, n, d_h)."""
+        self._check_heads(x, q, k, v)
         n = q.shape[-2]
         if self.kind == "softmax":
             return attention(q, k, v, mask=causal_mask(n))[0]
@@ -132,6 +135,23 @@ class TokenMixer(nn.Module):
         if self.kind == "gated_deltanet":
             gate = torch.sigmoid(self.gate(x)).transpose(1, 2)
         return delta_rule(q, k, v, beta, gate=gate, chunk_size=self.chunk_size)
+
+    def _check_heads(self, x, q, k, v) -> None:
+        _require_sequence("x", x, self.v.in_features)
+        batch, n = x.shape[:2]
+        head = self.v.in_features // self.num_heads
+        for name, value, size in (
+            ("q", q, self.key_dim),
+            ("k", k, self.key_dim),
+            ("v", v, head),
+        ):
+            require_float(name, value)
+            if tuple(value.shape) != (batch, self.num_heads, n, size):
+                raise ValueError(
+                    f"{name} must have shape ({batch}, {self.num_heads}, {n}, "
+                    f"{size}), got {tuple(value.shape)}"
+                )
+        require_same_dtype(x=x, q=q, k=k, v=v)
 
     def state_numbers(self, n: int) -> int:
         """How many numbers this mixer keeps per sequence after n tokens:
@@ -161,6 +181,8 @@ class Block(nn.Module):
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _require_sequence("x", x, self.conv.conv.in_channels)
+        require_module_dtype(self, x=x)
         x = x + self.mixer(self.conv(self.norm1(x)))
         return x + self.mlp(self.norm2(x))
 
