@@ -115,12 +115,17 @@ class TokenMixer(nn.Module):
             for part in self.qk(x).chunk(2, dim=-1)
         )  # each (B, h, n, key_dim)
         v = split_heads(self.v(x), self.num_heads)  # (B, h, n, d_h)
-        return self.out(merge_heads(self.mix(x, q, k, v)))
+        return self.out(merge_heads(self._mixed(x, q, k, v)))
 
     def mix(self, x, q, k, v) -> torch.Tensor:
-        """The heads' outputs (B, h, n, d_h) from q, k (B, h, n, key_dim)
-        and v (B, h, n, d_h)."""
+        """The heads' outputs (B, h, n, d_h) from the layer input x
+        (B, n, dim), q, k (B, h, n, key_dim) and v (B, h, n, d_h), after
+        checking them (``_mixed`` is the computation)."""
         self._check_heads(x, q, k, v)
+        return self._mixed(x, q, k, v)
+
+    def _mixed(self, x, q, k, v) -> torch.Tensor:
+        """What each kind of mixer computes (``mix`` without the checks)."""
         n = q.shape[-2]
         if self.kind == "softmax":
             return attention(q, k, v, mask=causal_mask(n))[0]
