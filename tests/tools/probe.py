@@ -794,6 +794,45 @@ fn(
     key_dim=4,
     value_dim=4,
 )
+fn("display.fixed_memory.draw_regrouping")
+fn("display.fixed_memory.draw_three_forms", n=6, chunk_size=3)
+fn("display.fixed_memory.draw_delta_step")
+fn(
+    "experiments.memory_retrieval.random_pairs",
+    num_pairs=5,
+    key_dim=4,
+    value_dim=3,
+)
+
+
+def _pairs():
+    from attnbook.experiments.memory_retrieval import random_pairs
+
+    return random_pairs(5, 4, 3)
+
+
+for _name in ("recall", "retrieval_errors"):
+    fn(
+        "experiments.memory_retrieval." + _name,
+        memory="delta",
+        keys=lambda: _pairs()[0],
+        values=lambda: _pairs()[1],
+        gate=lambda: torch.full((5,), 0.9, dtype=torch.float64),
+    )
+fn(
+    "experiments.memory_retrieval.retrieval_curve",
+    memory="linear",
+    key_dim=4,
+    pair_counts=[2, 4],
+    seeds=(0,),
+)
+fn(
+    "experiments.memory_retrieval.performer_errors",
+    feature_counts=[4, 8],
+    seeds=(0,),
+    n=5,
+    dim=4,
+)
 fn("measure.kv_cache.published_cache_bytes", name="Llama 2 7B", seq_len=16)
 MLA_SIZES = dict(embed_dim=8, num_heads=2, latent_dim=4, rope_dim=2)
 fn("nn.latent_attention.MultiHeadLatentAttention", **MLA_SIZES)
@@ -1478,6 +1517,7 @@ VIEWS = {
     ),
     "soft_hard": ("soft_hard", {}),
     "kv_cache": ("kv_cache", {}),
+    "fixed_memory": ("memory", {}),
     "language_model": (
         "decoding",
         {"lm": lambda: shipped("language_model")},

@@ -5,7 +5,7 @@ what a state recalls."""
 import matplotlib.pyplot as plt
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
-from .._checks import require_int
+from .._checks import require_int_in
 
 _GREY, _BLUE, _ORANGE, _RED = "0.85", "#9ecae1", "#fdae6b", "#d62728"
 
@@ -80,9 +80,9 @@ def draw_three_forms(n: int = 8, chunk_size: int = 4):
     (every kept weight of the n x n mask), recurrent (one state per token,
     passed on), chunked (weights inside each chunk of ``chunk_size``, a
     state between chunks)."""
-    require_int("n", n)
-    require_int("chunk_size", chunk_size)
-    fig, axes = plt.subplots(1, 3, figsize=(10.5, 3.4))
+    require_int_in("n", n, 1, 32)
+    require_int_in("chunk_size", chunk_size, 1, n)
+    fig, axes = plt.subplots(1, 3, figsize=(10, 3.6))
     parallel, recurrent, chunked = axes
     for ax in (parallel, chunked):
         _blank(ax, n, n)
@@ -116,7 +116,7 @@ def draw_three_forms(n: int = 8, chunk_size: int = 4):
             f"S{t + 1}",
             color=_RED,
             alpha=0.7,
-            fontsize=8,
+            fontsize=9,
         )
         recurrent.text(
             1.0,
@@ -124,7 +124,7 @@ def draw_three_forms(n: int = 8, chunk_size: int = 4):
             f"k{t + 1},v{t + 1} →",
             ha="center",
             va="center",
-            fontsize=8,
+            fontsize=9,
         )
         recurrent.text(
             5.6,
@@ -132,7 +132,7 @@ def draw_three_forms(n: int = 8, chunk_size: int = 4):
             f"→ o{t + 1} = S{t + 1}q{t + 1}",
             ha="center",
             va="center",
-            fontsize=8,
+            fontsize=9,
         )
         if t:
             _arrow(recurrent, (3.3, y + 1.1), (3.3, y + 0.9))

@@ -22,7 +22,9 @@ from .._checks import (
     require_finite_number,
     require_float,
     require_int,
+    require_matrix_fits,
     require_same_dtype,
+    require_same_size,
     require_shape,
     seeded_generator,
 )
@@ -40,6 +42,11 @@ def random_pairs(num_pairs: int, key_dim: int, value_dim: int, seed: int = 0):
     require_int("num_pairs", num_pairs)
     require_int("key_dim", key_dim)
     require_int("value_dim", value_dim)
+    require_matrix_fits(
+        "the pairs (num_pairs, key_dim + value_dim)",
+        (num_pairs, key_dim + value_dim),
+        torch.float64,
+    )
     generator = seeded_generator(seed)
     keys = torch.randn(num_pairs, key_dim, generator=generator).double()
     values = torch.randn(num_pairs, value_dim, generator=generator).double()
@@ -82,11 +89,18 @@ def _check_pairs(keys, values, gate) -> None:
     """keys (P, d_k) and values (P, d_v), float64 and finite; gate None or
     (P,) in (0, 1]."""
     require_shape("keys", keys, (None, None))
-    require_shape("values", values, (keys.shape[0], None))
-    require_float("keys", keys)
-    require_same_dtype(keys=keys, values=values)
+    require_shape("values", values, (None, None))
     if keys.shape[0] == 0:
         raise ValueError("keys must hold at least one pair, got 0 rows")
+    require_same_size(
+        "number of keys and values",
+        "keys",
+        keys.shape[0],
+        "values",
+        values.shape[0],
+    )
+    require_float("keys", keys)
+    require_same_dtype(keys=keys, values=values)
     if not bool(torch.isfinite(keys).all() & torch.isfinite(values).all()):
         raise ValueError("keys and values must be finite (no NaN or inf)")
     if gate is not None:
@@ -122,11 +136,25 @@ def retrieval_errors(memory: str, keys, values, **options) -> torch.Tensor:
     return (recalled - values).pow(2).sum(dim=-1)
 
 
+def _counts(name: str, values, minimum: int = 1) -> list:
+    """A non-empty list (or tuple, range) of ints >= ``minimum``."""
+    if not isinstance(values, (list, tuple, range)) or not len(values):
+        raise ValueError(
+            f"{name} must be a non-empty list of ints, got {values!r:.40}"
+        )
+    for value in values:
+        require_int(f"each of {name}", value, minimum=minimum)
+    return list(values)
+
+
 def retrieval_curve(
     memory: str, key_dim: int, pair_counts, seeds=(0, 1, 2), **options
 ) -> torch.Tensor:
     """Mean retrieval error over the pairs, (len(seeds), len(pair_counts)):
     one row per seed, values of dimension ``key_dim``."""
+    pair_counts = _counts("pair_counts", pair_counts)
+    seeds = _counts("seeds", seeds, minimum=0)
+    require_int("key_dim", key_dim)
     rows = []
     for seed in seeds:
         row = []
@@ -146,6 +174,14 @@ def performer_errors(
     (len(seeds), len(feature_counts)); queries and keys of n random vectors
     with entries N(0, 1) / 2, float64. The inputs are drawn once (seed 100);
     each seed draws the features."""
+    feature_counts = _counts("feature_counts", feature_counts)
+    seeds = _counts("seeds", seeds, minimum=0)
+    require_int("n", n, minimum=1)
+    require_int("dim", dim, minimum=1)
+    require_matrix_fits(
+        "the queries and keys (2 n, dim)", (2 * n, dim), torch.float64
+    )
+    require_matrix_fits("the kernel matrix", (n, n), torch.float64)
     generator = seeded_generator(100)
     queries = torch.randn(n, dim, generator=generator).double() / 2
     keys = torch.randn(n, dim, generator=generator).double() / 2

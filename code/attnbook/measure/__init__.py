@@ -1,7 +1,8 @@
 """Measuring: agreement of two results within a tolerance (compare), wall time
 (timing), bytes (memory), parameters (parameters), the bytes of a key-value
-cache (kv_cache), what a head attends to (head_scores: previous-token and
-induction scores) and the thread count a measurement runs with (threads).
+cache (kv_cache) and of a fixed-size state (state_bytes), what a head
+attends to (head_scores: previous-token and induction scores) and the
+thread count a measurement runs with (threads).
 
 May import: only ``attnbook._checks`` (every other layer may use these).
 """
