@@ -91,6 +91,10 @@ EXPLORERS = {
         "fixed_memory",
         "memory_explorer(key_dim=32, gate=1.0, pairs=32)",
     ),
+    "18_recall_and_hybrids": (
+        "recall",
+        'recall_explorer(model="deltanet", key_dim=32)',
+    ),
 }
 
 

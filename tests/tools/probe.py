@@ -138,6 +138,9 @@ SKIP = {
     # scores the whole held-out text (its parts are probed: token_model_bits)
     "attnbook.train.bpe_language_model.report": "a minute per call",
     "attnbook.experiments.kv_sharing.run_sweep_arm": "minutes per call",
+    # trains one recall-lab model for 300 steps (20 s); its parts
+    # are probed: train_recall, recall_accuracy
+    "attnbook.tasks.recall.run_model": "20 s per call",
 }
 
 
@@ -1661,6 +1664,7 @@ VIEWS = {
         "decoding",
         {"lm": lambda: shipped("language_model")},
     ),
+    "recall": ("recall", {}),
     "transformer": (
         "cls_attention",
         {"model": lambda: shipped("order_classifier")},
@@ -1793,6 +1797,86 @@ fn("widgets.pointer.parse_numbers", text="20, 5, 10")
 fn("widgets.self_attention.word_vector", word="cat")
 fn("widgets.soft_hard.circle_keys")
 fn("widgets.soft_hard.angle_query", angle=60.0)
+
+# chapter 18's recall lab: the model, the task, the script's JSON, the diagram
+RM = "nn.recall_model."
+fn(RM + "ShortConv", dim=8)
+method(
+    RM + "ShortConv.forward", _cls(RM + "ShortConv", 8), x=lambda: R(2, 5, 8)
+)
+fn(RM + "TokenMixer", kind="deltanet", dim=8, num_heads=2)
+_MIXER = _cls(RM + "TokenMixer", "gated_deltanet", 8, 2)
+method(RM + "TokenMixer.forward", _MIXER, x=lambda: R(2, 5, 8))
+method(
+    RM + "TokenMixer.mix",
+    _MIXER,
+    x=lambda: R(2, 5, 8),
+    q=lambda: R(2, 2, 5, 4),
+    k=lambda: R(2, 2, 5, 4),
+    v=lambda: R(2, 2, 5, 4),
+)
+method(RM + "TokenMixer.state_numbers", _MIXER, n=5)
+fn(RM + "Block", kind="softmax", dim=8, num_heads=2)
+method(
+    RM + "Block.forward",
+    _cls(RM + "Block", "linear", 8, 2),
+    x=lambda: R(2, 5, 8),
+)
+_RECALL_ARGS = (("sliding_window", "deltanet"), 16, 8)
+fn(RM + "RecallModel", mixers=("softmax", "linear"), vocab_size=16, dim=8)
+method(
+    RM + "RecallModel.forward",
+    _cls(RM + "RecallModel", *_RECALL_ARGS),
+    tokens=lambda: torch.randint(16, (2, 6), generator=G()),
+)
+method(
+    RM + "RecallModel.state_numbers",
+    _cls(RM + "RecallModel", *_RECALL_ARGS),
+    n=6,
+)
+TR = "tasks.recall."
+fn(TR + "recall_batch", batch_size=2, pairs=3, generator=lambda: G())
+fn(
+    TR + "recall_loss",
+    logits=lambda: R(2, 9, 128),
+    targets=lambda: resolve("attnbook.tasks.recall.recall_batch")(2, 3, G())[
+        1
+    ],
+)
+fn(TR + "build_model", name="hybrid", key_dim=4, config={"dim": 8})
+fn(
+    TR + "train_recall",
+    name="deltanet",
+    steps=1,
+    batch_size=2,
+    config={"dim": 8},
+    curve_every=1,
+    pairs=(2,),
+)
+fn(TR + "eval_generator", pairs=4)
+fn(TR + "evaluation_batch", pairs=4, sequences=2)
+fn(
+    TR + "recall_accuracy",
+    model=lambda: resolve("attnbook.tasks.recall.build_model")(
+        "softmax", config={"dim": 8}
+    ),
+    pairs=4,
+    sequences=2,
+)
+fn(TR + "shipped_runs")
+fn(TR + "pretrained_results")
+fn(TR + "chance_accuracy")
+fn("train.recall.results_json", records=[])
+fn(
+    "display.recall.draw_recall_sequence",
+    tokens=lambda: resolve("attnbook.tasks.recall.recall_batch")(1, 3, G())[0][
+        0
+    ],
+    targets=lambda: resolve("attnbook.tasks.recall.recall_batch")(1, 3, G())[
+        1
+    ][0],
+    num_keys=64,
+)
 
 
 def valid_call(target: str):

@@ -6,9 +6,11 @@ encoder block and stack, layer norm, feed-forward), decoder (the decoder block
 with its key-value cache, the encoder-decoder Transformer), seq2seq (an RNN
 encoder-decoder with additive attention), pointer (pointer networks),
 language_model (a decoder-only Transformer with a key-value cache),
-latent_attention (multi-head latent attention, DeepSeek-V2's MLA) and
+latent_attention (multi-head latent attention, DeepSeek-V2's MLA),
 attention_only (attention layers on a residual stream, no MLP: the model of
-induction heads).
+induction heads) and recall_model (chapter 18's small model with a token
+mixer chosen per layer: softmax, sliding window, linear attention, DeltaNet,
+gated DeltaNet).
 
 May import: torch, ``attnbook._checks``, ``attnbook.measure``,
 ``attnbook.core``. Not the tasks, experiments or anything above them.

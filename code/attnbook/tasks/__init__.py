@@ -8,7 +8,8 @@ order_classifier (chapter 9's "does A come before B?"), text (a corpus of
 Python's docstrings, its characters and count baselines), language_model
 (chapter 12's small language model trained on it), induction (chapter
 14's repeated sequences and the attention-only models trained on them) and
-referent (chapter 7's "what does *it* refer to?", trained in the chapter).
+referent (chapter 7's "what does *it* refer to?", trained in the chapter)
+and recall (chapter 18's multi-query associative recall lab).
 Every shipped model is loaded by a ``pretrained_*``/``trained_*`` function
 that checks the file's pinned SHA-256.
 
