@@ -177,3 +177,27 @@ def test_the_shipped_training_log_is_the_recipe_and_ends_near_the_model():
         abs(log["held_out_bits"][-1] - shipped.held_out_bits_per_char) < 0.05
     )
     assert log["held_out_bits"][-1] > log["train_bits"][-1]
+
+
+def test_total_bits_serves_both_models_and_checks_its_ids():
+    from attnbook.tasks.language_model import (
+        bits_per_char,
+        pretrained_language_model,
+        total_bits,
+    )
+    from attnbook.tasks.text import encode
+
+    model = pretrained_language_model().model
+    text = "Return the path of the file."
+    ids = encode(text)
+    assert math.isclose(
+        total_bits(model, ids) / (len(ids) - 1),
+        bits_per_char(model, text),
+        rel_tol=1e-12,
+    )
+    with pytest.raises(TypeError, match="int64"):
+        total_bits(model, ids.float())
+    with pytest.raises(ValueError, match="vocab_size"):
+        total_bits(model, ids + 1000)
+    with pytest.raises(ValueError, match="N >= 2|2 <= N"):
+        total_bits(model, ids[:1])

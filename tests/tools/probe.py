@@ -1414,6 +1414,12 @@ fn(
     text="hello world",
     batch_size=2,
 )
+fn(
+    "tasks.language_model.total_bits",
+    model=LM_MODEL,
+    ids=lambda: torch.arange(12),
+    batch_size=2,
+)
 fn("tasks.language_model.model_from", saved=lambda: shipped("lm_saved"))
 fn(
     "tasks.language_model.PretrainedLanguageModel",

@@ -9,17 +9,14 @@ bits per character and bits per byte so the two can be compared.
 ``pretrained_bpe_language_model()`` loads it.
 """
 
-import math
-
 import torch
-import torch.nn.functional as F
 
 from .._checks import keep_global_rng, require_int, require_saved
 from .._weights import load_pinned
 from ..measure.threads import single_thread
 from ..nn.language_model import DecoderOnlyTransformer
 from .bpe import BytePairEncoder
-from .language_model import TRAINING_RECIPE, train_on_ids
+from .language_model import TRAINING_RECIPE, total_bits, train_on_ids
 from .text import corpus_split
 
 BPE_LANGUAGE_MODEL_FILE = "bpe_language_model.pt"
@@ -84,19 +81,7 @@ def token_model_bits(
     ids = torch.tensor(bpe.encode(text), dtype=torch.int64)
     if len(ids) < 2:
         raise ValueError("text must encode to at least two tokens")
-    n = model.context_len
-    windows = [ids[s : s + n + 1] for s in range(0, len(ids) - 1, n)]
-    full = [w for w in windows if len(w) == n + 1]
-    groups = list(torch.stack(full).split(64)) if full else []
-    groups += [w[None] for w in windows if len(w) < n + 1]
-    total = 0.0
-    with single_thread():
-        for batch in groups:
-            logits = model(batch[:, :-1])
-            total += F.cross_entropy(
-                logits.flatten(0, 1), batch[:, 1:].flatten(), reduction="sum"
-            ).item()
-    total /= math.log(2)
+    total = total_bits(model, ids)
     first = bpe.token_bytes[int(ids[0])]
     predicted_bytes = len(text.encode("utf-8")) - len(first)
     predicted_chars = len(text) - len(first.decode("utf-8", "ignore"))

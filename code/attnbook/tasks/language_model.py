@@ -294,9 +294,51 @@ def bits_per_char(
             f"{type(model).__name__}"
         )
     require_int("batch_size", batch_size)
-    ids, n = encode(text), model.context_len
+    ids = encode(text)
     if len(ids) < 2:
         raise ValueError("text needs at least two characters")
+    return total_bits(model, ids, batch_size) / (len(ids) - 1)
+
+
+# total_bits stacks its windows: about 8 bytes a token, 1 GiB at the most.
+MAX_SCORED_IDS = 2**27
+
+
+def _check_scoring(model, ids, batch_size) -> None:
+    if not isinstance(model, DecoderOnlyTransformer):
+        raise TypeError(
+            "model must be a DecoderOnlyTransformer, got "
+            f"{type(model).__name__}"
+        )
+    require_int("batch_size", batch_size, minimum=1)
+    if not isinstance(ids, torch.Tensor) or ids.dtype != torch.int64:
+        raise TypeError("ids must be an int64 tensor of token ids")
+    if ids.dim() != 1 or not 2 <= len(ids) <= MAX_SCORED_IDS:
+        raise ValueError(
+            f"ids must have shape (N,) with 2 <= N <= {MAX_SCORED_IDS:,} "
+            f"(score a longer text in parts), got {tuple(ids.shape)}"
+        )
+    device = model.token_embedding.weight.device
+    if ids.device != device:
+        raise ValueError(
+            f"ids are on {ids.device}, the model on {device}: move them"
+        )
+    if ids.min() < 0 or ids.max() >= model.vocab_size:
+        raise ValueError(
+            f"ids must lie in [0, {model.vocab_size}) (the model's "
+            f"vocab_size), got {int(ids.min())} .. {int(ids.max())}"
+        )
+
+
+@torch.no_grad()
+def total_bits(
+    model: DecoderOnlyTransformer, ids: torch.Tensor, batch_size: int = 64
+) -> float:
+    """The bits ``model`` spends on ids[1:] (ids: (N,) int64, N >= 2),
+    each predicted once: windows of context_len + 1 ids that overlap by
+    one, scored ``batch_size`` windows at a time."""
+    _check_scoring(model, ids, batch_size)
+    n = model.context_len
     windows = [ids[s : s + n + 1] for s in range(0, len(ids) - 1, n)]
     full = [w for w in windows if len(w) == n + 1]
     groups = list(torch.stack(full).split(batch_size)) if full else []
@@ -308,7 +350,7 @@ def bits_per_char(
             total += F.cross_entropy(
                 logits.flatten(0, 1), batch[:, 1:].flatten(), reduction="sum"
             ).item()
-    return total / (len(ids) - 1) / math.log(2)
+    return total / math.log(2)
 
 
 def model_from(saved: dict) -> DecoderOnlyTransformer:
