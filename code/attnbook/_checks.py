@@ -333,6 +333,28 @@ def require_training(**settings) -> None:
             )
 
 
+def require_qkv(queries, keys, values) -> None:
+    """queries (..., n_q, d_k), keys (..., n, d_k), values (..., n, d_v):
+    float tensors of one dtype with matching feature sizes and as many keys
+    as values (``ValueError``/``TypeError`` naming the one at fault)."""
+    require_sequences(queries=queries, keys=keys, values=values)
+    require_same_dtype(queries=queries, keys=keys, values=values)
+    require_same_size(
+        "feature sizes of queries and keys",
+        "queries",
+        queries.shape[-1],
+        "keys",
+        keys.shape[-1],
+    )
+    require_same_size(
+        "number of keys and values",
+        "keys",
+        keys.shape[-2],
+        "values",
+        values.shape[-2],
+    )
+
+
 def require_int_in(name: str, value, low: int, high: int) -> int:
     """An int (not a bool, not a float) in [low, high]: ``ValueError``
     naming the range otherwise."""

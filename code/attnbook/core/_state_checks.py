@@ -8,9 +8,9 @@ from .._checks import (
     require_float,
     require_int,
     require_matrix_fits,
+    require_qkv,
     require_same_dtype,
     require_same_size,
-    require_sequences,
 )
 
 
@@ -32,22 +32,7 @@ def check_qkv(queries, keys, values, same_length: bool = True):
     same_length: n_q == n (causal and recurrent forms). Returns the batch
     shape the three broadcast to.
     """
-    require_sequences(queries=queries, keys=keys, values=values)
-    require_same_dtype(queries=queries, keys=keys, values=values)
-    require_same_size(
-        "feature sizes of queries and keys",
-        "queries",
-        queries.shape[-1],
-        "keys",
-        keys.shape[-1],
-    )
-    require_same_size(
-        "number of keys and values",
-        "keys",
-        keys.shape[-2],
-        "values",
-        values.shape[-2],
-    )
+    require_qkv(queries, keys, values)
     if same_length:
         require_same_size(
             "number of queries and keys (one query per position)",

@@ -38,9 +38,7 @@ from .._checks import (
     require_bool_mask,
     require_float,
     require_positive,
-    require_same_dtype,
-    require_same_size,
-    require_sequences,
+    require_qkv,
 )
 from .attention import (
     _drop_masked_garbage,
@@ -132,7 +130,7 @@ class StreamingAttention:
     def _checked_block(self, keys, values, mask):
         """The block's keys and values, checked, with NaN/inf stored in masked
         keys dropped, in the working dtype (float32 for half inputs)."""
-        _check_block(self.queries, keys, values)
+        require_qkv(self.queries, keys, values)
         if self.blocks and values.shape[-1] != self.weighted.shape[-1]:
             raise ValueError(
                 f"values of this block have {values.shape[-1]} features, "
@@ -201,29 +199,6 @@ class StreamingAttention:
         )
 
 
-def _check_block(
-    queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor
-) -> None:
-    """Float tensors of one dtype, (..., n, d) shaped, matching sizes and
-    broadcastable batches."""
-    require_sequences(queries=queries, keys=keys, values=values)
-    require_same_dtype(queries=queries, keys=keys, values=values)
-    require_same_size(
-        "feature sizes of queries and keys",
-        "queries",
-        queries.shape[-1],
-        "keys",
-        keys.shape[-1],
-    )
-    require_same_size(
-        "number of keys and values",
-        "keys",
-        keys.shape[-2],
-        "values",
-        values.shape[-2],
-    )
-
-
 def _mask_block(
     mask: torch.Tensor | None, start: int, stop: int
 ) -> torch.Tensor | None:
@@ -265,7 +240,7 @@ def chunked_attention(
         raise ValueError(
             f"queries need shape (..., n_q, d), got {tuple(queries.shape)}"
         )
-    _check_block(queries, keys, values)
+    require_qkv(queries, keys, values)
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int):
         raise TypeError(
             f"chunk_size must be an int, got {type(chunk_size).__name__}"

@@ -56,6 +56,7 @@ class ShortConv(nn.Module):
     """A causal depthwise convolution of ``width`` taps: out_t = sum_j
     w_j * x_{t-j} per channel. x (B, n, dim) -> (B, n, dim)."""
 
+    @restores_rng_on_error
     def __init__(self, dim: int, width: int = 2):
         super().__init__()
         require_int("dim", dim)
@@ -83,6 +84,7 @@ class TokenMixer(nn.Module):
     A fixed-state mixer's state is num_heads x key_dim x dim // num_heads.
     """
 
+    @restores_rng_on_error
     def __init__(
         self,
         kind: str,
@@ -175,6 +177,7 @@ class TokenMixer(nn.Module):
 class Block(nn.Module):
     """x + mixer(conv(LN(x))), then + MLP(LN(.)): (B, n, dim) -> same."""
 
+    @restores_rng_on_error
     def __init__(self, kind: str, dim: int, num_heads: int, **mixer_options):
         super().__init__()
         _check_sizes(dim, num_heads)
