@@ -9,6 +9,8 @@ gpt-oss (1:1) and Gemma 3 (5:1)), the bits per cached number, the context
 length and the accelerator's memory.
 """
 
+import functools
+
 import matplotlib.pyplot as plt
 
 from .._checks import require_int_in
@@ -182,7 +184,9 @@ def kv_cache_explorer(
     }
     return live_explorer(
         _controls(options, labels, first),
-        kv_cache_view,
+        # the book's pages draw every frame at this memory (a control with
+        # one value could not move); a live control overrides it
+        functools.partial(kv_cache_view, memory_gb=memory_gb),
         plot_kv_cache,
         update_kv_cache_figure,
         frames=_frame_grid(options, labels, first),
@@ -207,16 +211,18 @@ def _controls(options: dict, labels: dict, first: dict) -> dict:
 
 def _frame_grid(options: dict, labels: dict, first: dict) -> dict:
     """The values drawn in advance for the book's pages (no Python there):
-    a smaller grid than the live controls (72 pictures, not 648)."""
+    a smaller grid than the live controls (72 pictures, not 648), at the
+    first memory size."""
     kept = {
         "num_kv_heads": (32, 8, 1),
         "window": (0, 4096),
         "local_per_global": (None, 5),
         "cache_bits": (16, 8),
-        "memory_gb": (80,),
     }
     grid = {}
     for name, choices in options.items():
+        if name == "memory_gb":  # fixed in the frames: see kv_cache_explorer
+            continue
         values = kept.get(name)
         pairs = [c for c in choices if values is None or c[1] in values]
         if first[name] not in [value for _, value in pairs]:
