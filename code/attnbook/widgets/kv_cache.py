@@ -137,6 +137,8 @@ def update_kv_cache_figure(fig, view: dict) -> list:
     shape = f"{kv_heads} kv heads" + (f", window {window:,}" if window else "")
     if window and pattern:
         shape += f" ({pattern}:1 local:global)"
+    elif pattern:
+        shape += f" ({pattern}:1 local:global needs a window)"
     shape += f", {bits}-bit" if bits != 16 else ""
     ax.title.set_text(
         f"{shape}: {view['per_token'] / 2**10:.0f} KiB per token, "
