@@ -93,7 +93,7 @@ EXPLORERS = {
     ),
     "18_recall_and_hybrids": (
         "recall",
-        'recall_explorer(model="deltanet", key_dim=32)',
+        'recall_explorer(model="linear", key_dim=16)',
     ),
 }
 
