@@ -65,13 +65,13 @@ def require_bool_mask(
             "put the mask on the same device"
         )
     try:
-        torch.broadcast_shapes(mask.shape, target_shape)
+        broadcast_shapes(mask.shape, target_shape)
     except RuntimeError:
         raise ValueError(
             f"{name} of shape {tuple(mask.shape)} does not broadcast to "
             f"{tuple(target_shape)}"
         ) from None
-    if torch.broadcast_shapes(mask.shape, target_shape) != target_shape:
+    if broadcast_shapes(mask.shape, target_shape) != target_shape:
         raise ValueError(
             f"{name} of shape {tuple(mask.shape)} would enlarge the scores of "
             "shape "
@@ -122,6 +122,25 @@ def require_positive(name: str, value: float) -> float:
     return value
 
 
+def broadcast_shapes(*shapes) -> torch.Size:
+    """The shape ``shapes`` broadcast to, as ``torch.broadcast_shapes``
+    gives it, in plain Python: torch's goes through its symbolic-shape
+    machinery, ~60 microseconds a call, a fifth of a decoding step of the
+    book's small models. Raises ``RuntimeError`` as torch's does."""
+    ndim = max((len(shape) for shape in shapes), default=0)
+    out = [1] * ndim
+    for shape in shapes:
+        for i, size in enumerate(shape, start=ndim - len(shape)):
+            if size == 1 or size == out[i]:
+                continue
+            if out[i] != 1:
+                raise RuntimeError(
+                    f"shapes {[tuple(s) for s in shapes]} do not broadcast"
+                )
+            out[i] = size
+    return torch.Size(out)
+
+
 def require_sequences(**tensors: torch.Tensor) -> None:
     """Float tensors shaped (..., n, d) whose batch dimensions (...) broadcast
     together.
@@ -138,9 +157,7 @@ def require_sequences(**tensors: torch.Tensor) -> None:
             )
     require_same_device(**tensors)
     try:
-        torch.broadcast_shapes(
-            *(tensor.shape[:-2] for tensor in tensors.values())
-        )
+        broadcast_shapes(*(tensor.shape[:-2] for tensor in tensors.values()))
     except RuntimeError:
         listed = ", ".join(
             f"{name} {tuple(tensor.shape[:-2])}"
@@ -312,6 +329,21 @@ _SETTINGS = {
     "weight_decay": ("rate", None),
 }
 _LARGEST_RATE = float(torch.finfo(torch.float32).max)
+
+
+def all_finite(tensor: torch.Tensor) -> bool:
+    """True if no entry of ``tensor`` is NaN or +-inf.
+
+    One summing pass, many times cheaper than ``isfinite(tensor).all()``
+    (which writes a bool tensor the size of ``tensor``): a NaN or inf entry
+    makes the sum NaN or inf, so a finite sum proves every entry finite; a
+    sum that is not finite (garbage, or finite entries that overflow it) is
+    settled entry by entry.
+    """
+    if not (tensor.is_floating_point() or tensor.is_complex()):
+        return True
+    t = tensor.detach()
+    return bool(torch.isfinite(t.sum())) or bool(torch.isfinite(t).all())
 
 
 def require_training(**settings) -> None:

@@ -5,6 +5,8 @@ any work, naming the argument and its shape."""
 import torch
 
 from .._checks import (
+    all_finite,
+    broadcast_shapes,
     require_float,
     require_int,
     require_matrix_fits,
@@ -18,7 +20,7 @@ def require_finite(**tensors: torch.Tensor) -> None:
     """``ValueError`` naming the first tensor that holds NaN or inf: a
     recurrent state would carry it to every later output."""
     for name, tensor in tensors.items():
-        if not bool(torch.isfinite(tensor).all()):
+        if not all_finite(tensor):
             raise ValueError(
                 f"{name} holds NaN or inf; a fixed-size state would carry "
                 "it into every later output"
@@ -41,7 +43,7 @@ def check_qkv(queries, keys, values, same_length: bool = True):
             "keys",
             keys.shape[-2],
         )
-    batch = torch.broadcast_shapes(
+    batch = broadcast_shapes(
         queries.shape[:-2], keys.shape[:-2], values.shape[:-2]
     )
     n, d_k, d_v = keys.shape[-2], keys.shape[-1], values.shape[-1]
@@ -90,7 +92,7 @@ def check_per_token(
             f"{tuple(value.shape)}"
         )
     try:
-        torch.broadcast_shapes(value.shape[:-token_dims], batch)
+        broadcast_shapes(value.shape[:-token_dims], batch)
     except RuntimeError:
         raise ValueError(
             f"batch dimensions of {name} {tuple(value.shape[:-token_dims])} "
@@ -116,7 +118,7 @@ def is_per_channel(gate: torch.Tensor, n: int, channels: int) -> bool:
 def finite_output(what: str, output: torch.Tensor) -> torch.Tensor:
     """``output`` if finite; else a ``ValueError``: finite inputs overflowed
     on the way (a state or a product beyond the dtype's range)."""
-    if not bool(torch.isfinite(output).all()):
+    if not all_finite(output):
         raise ValueError(
             f"{what} overflowed to inf/NaN for finite inputs of dtype "
             f"{output.dtype}: scale the inputs down (e.g. normalise the keys) "

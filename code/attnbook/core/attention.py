@@ -23,6 +23,8 @@ import torch
 
 from .._checks import (
     HALF_DTYPES,
+    all_finite,
+    broadcast_shapes,
     compute_dtype,
     require_bool_mask,
     require_float,
@@ -107,7 +109,7 @@ def hard_attention(
         index = draw_categorical(flat, generator).reshape(weights.shape[:-1])
     # Give values and index the same batch dimensions, then pick row
     # index[..., i] for query i.
-    batch = torch.broadcast_shapes(values.shape[:-2], index.shape[:-1])
+    batch = broadcast_shapes(values.shape[:-2], index.shape[:-1])
     index = index.expand(*batch, index.shape[-1])
     values = values.expand(*batch, *values.shape[-2:])
     output = torch.take_along_dim(values, index.unsqueeze(-1), dim=-2)
@@ -146,7 +148,7 @@ def _check_inputs(queries, keys, values, mask, score) -> None:
         )
         require_sequences(queries=queries, keys=keys, values=values)
         require_same_dtype(queries=queries, keys=keys, values=values)
-    batch = torch.broadcast_shapes(queries.shape[:-2], keys.shape[:-2])
+    batch = broadcast_shapes(queries.shape[:-2], keys.shape[:-2])
     shape = (*batch, queries.shape[-2], keys.shape[-2])
     work = compute_dtype(queries.dtype)
     require_matrix_fits("the score matrix", shape, work)
@@ -191,7 +193,7 @@ def _scores(queries, keys, score, mask):
     if (
         mask is not None
         and score in _FRESH_SCORE_FUNCTIONS
-        and not bool(torch.isfinite(keys).all())
+        and not all_finite(keys)
     ):
         scores = _scores_with_partly_masked_garbage(queries, keys, score, mask)
         owned = True
@@ -259,11 +261,7 @@ def _drop_masked_garbage(keys: torch.Tensor, mask) -> torch.Tensor:
     gradient (0 * NaN is NaN in a matrix product's backward pass). Finite keys
     are returned as they are.
     """
-    if (
-        mask is None
-        or not keys.is_floating_point()
-        or bool(torch.isfinite(keys).all())
-    ):
+    if mask is None or not keys.is_floating_point() or all_finite(keys):
         return keys
     # (..., n_k or 1): kept by some query
     kept = mask.any(dim=-2) if mask.dim() >= 2 else mask
@@ -275,7 +273,7 @@ def _drop_unmatched_garbage(queries: torch.Tensor, mask) -> torch.Tensor:
     """``queries`` with the rows that keep no key set to 0 when they hold NaN
     or inf: such a query gets zero weights and a zero output, and its garbage
     must not reach the keys' gradient either (0 * NaN is NaN)."""
-    if mask is None or bool(torch.isfinite(queries).all()):
+    if mask is None or all_finite(queries):
         return queries
     keeps_some = mask.any(dim=-1, keepdim=True)  # (..., n_q or 1, 1)
     zero = torch.zeros((), dtype=queries.dtype, device=queries.device)
@@ -293,7 +291,7 @@ def _weighted_values(
     entries are taken out of the product and added back, block by block of
     keys, only where their weight is nonzero.
     """
-    if not masked or bool(torch.isfinite(values).all()):
+    if not masked or all_finite(values):
         return weights @ values
     bad = ~torch.isfinite(values)
     zero = torch.zeros((), dtype=values.dtype, device=values.device)

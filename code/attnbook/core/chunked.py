@@ -34,6 +34,8 @@ import torch
 import torch.nn.functional as F
 
 from .._checks import (
+    all_finite,
+    broadcast_shapes,
     compute_dtype,
     require_bool_mask,
     require_float,
@@ -145,7 +147,7 @@ class StreamingAttention:
     def _block_scores(self, keys, mask):
         """The block's scaled scores (..., n_q, c), the only n_q x c buffer,
         set to ``lowest`` where masked."""
-        if mask is not None and not bool(torch.isfinite(keys).all()):
+        if mask is not None and not all_finite(keys):
             # garbage that some queries keep and others mask
             scores = _scores_with_partly_masked_garbage(
                 self.scaled_queries, keys, dot_score, mask
@@ -246,7 +248,7 @@ def chunked_attention(
             f"chunk_size must be an int, got {type(chunk_size).__name__}"
         )
     require_positive("chunk_size", chunk_size)
-    batch = torch.broadcast_shapes(
+    batch = broadcast_shapes(
         queries.shape[:-2], keys.shape[:-2], values.shape[:-2]
     )
     n_q, n_k = queries.shape[-2], keys.shape[-2]
@@ -254,9 +256,7 @@ def chunked_attention(
     chunk_size = min(chunk_size, max(n_k, 1))
     if mask is not None:
         # as in attention: the mask may not enlarge the scores (..., n_q, n_k)
-        scores_batch = torch.broadcast_shapes(
-            queries.shape[:-2], keys.shape[:-2]
-        )
+        scores_batch = broadcast_shapes(queries.shape[:-2], keys.shape[:-2])
         shape = torch.Size((*scores_batch, n_q, n_k))
         require_bool_mask(mask, shape, device=queries.device)
     if n_k == 0 or not _scores_surely_finite(
@@ -313,7 +313,7 @@ def _attend(queries, keys, values, mask, chunk_size: int, lse: bool = True):
     else:
         # queries broadcast to the scores' batch, as one pass would: the
         # same products, row for row
-        batch = torch.broadcast_shapes(queries.shape[:-2], keys.shape[:-2])
+        batch = broadcast_shapes(queries.shape[:-2], keys.shape[:-2])
         queries = queries.expand(*batch, *queries.shape[-2:])
         states = [
             _stream(
@@ -337,7 +337,7 @@ def _cat_rows(blocks: list) -> torch.Tensor:
     dimensions broadcast to a common shape first (one block: itself)."""
     if len(blocks) == 1:
         return blocks[0]
-    batch = torch.broadcast_shapes(*(block.shape[:-2] for block in blocks))
+    batch = broadcast_shapes(*(block.shape[:-2] for block in blocks))
     return torch.cat(
         [block.expand(*batch, *block.shape[-2:]) for block in blocks], dim=-2
     )
@@ -418,7 +418,7 @@ class RecomputingChunkedAttention(torch.autograd.Function):
             dim=-1, keepdim=True
         )  # D = rowsum(dO * O)
         grad_q = torch.zeros(
-            torch.broadcast_shapes(q.shape, do.shape[:-1] + q.shape[-1:]),
+            broadcast_shapes(q.shape, do.shape[:-1] + q.shape[-1:]),
             dtype=work,
             device=q.device,
         )
@@ -426,9 +426,7 @@ class RecomputingChunkedAttention(torch.autograd.Function):
         # Two n_q x chunk buffers, reused by every block: the only large
         # temporaries of the backward pass.
         block_shape = (
-            *torch.broadcast_shapes(
-                q.shape[:-2], keys.shape[:-2], do.shape[:-2]
-            ),
+            *broadcast_shapes(q.shape[:-2], keys.shape[:-2], do.shape[:-2]),
             q.shape[-2],
         )
         weights_buffer = torch.empty(

@@ -24,7 +24,7 @@ Two forms, equal up to rounding:
 import torch
 import torch.nn.functional as F
 
-from .._checks import compute_dtype, require_flag
+from .._checks import broadcast_shapes, compute_dtype, require_flag
 from ._state_checks import (
     check_chunk_size,
     check_per_token,
@@ -167,7 +167,7 @@ def _checked(queries, keys, values, beta, gate):
     if gate is not None:
         check_per_token("gate", gate, keys, batch, 0.0, 1.0, False)
     n, work = keys.shape[-2], compute_dtype(values.dtype)
-    batch = torch.broadcast_shapes(
+    batch = broadcast_shapes(
         batch, beta.shape[:-1], *(() if gate is None else (gate.shape[:-1],))
     )
 

@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from .._checks import (
+    all_finite,
     require_flag,
     require_float,
     require_float_dtype,
@@ -116,7 +117,7 @@ def positive_random_features(
     require_finite(x=x, projection=projection)
     exponent = x @ projection.T - 0.5 * (x * x).sum(dim=-1, keepdim=True)
     features = torch.exp(exponent) / math.sqrt(projection.shape[0])
-    if not bool(torch.isfinite(features).all()):
+    if not all_finite(features):
         raise ValueError(
             "positive_random_features overflowed (exp of W x - |x|^2 / 2): "
             "x or the projection is too large; scale x down (x / d**0.25 "

@@ -13,7 +13,7 @@ mask, and ``delta_rule`` with ``gate`` adds the delta rule's correction.
 
 import torch
 
-from .._checks import compute_dtype, require_flag
+from .._checks import broadcast_shapes, compute_dtype, require_flag
 from ._state_checks import (
     check_per_token,
     check_qkv,
@@ -41,7 +41,7 @@ def gated_linear_attention(queries, keys, values, gate, return_state=False):
     q, k, v = (x.to(work) for x in (queries, keys, values))
     per_channel = is_per_channel(gate, keys.shape[-2], d_k)
     g = gate.to(work) if per_channel else gate.to(work)[..., None]
-    batch = torch.broadcast_shapes(batch, g.shape[:-2])
+    batch = broadcast_shapes(batch, g.shape[:-2])
     state = k.new_zeros(*batch, v.shape[-1], d_k)
     outputs = []
     for t in range(k.shape[-2]):

@@ -16,6 +16,7 @@ B * g > 1.)
 import torch
 
 from .._checks import (
+    broadcast_shapes,
     compute_dtype,
     require_bool_mask,
     require_float,
@@ -93,7 +94,7 @@ def _check_grouped(queries, keys, values, mask) -> tuple:
             "multiple of g (each key-value head serves h / g query heads)"
         )
     try:
-        batch = torch.broadcast_shapes(
+        batch = broadcast_shapes(
             queries.shape[:-3], keys.shape[:-3], values.shape[:-3]
         )
     except RuntimeError:

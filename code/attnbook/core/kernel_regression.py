@@ -7,6 +7,7 @@ the training targets y_i, weighting each by how close its key x_i is to x.
 import torch
 
 from .._checks import (
+    all_finite,
     require_finite_number,
     require_float,
     require_int,
@@ -87,11 +88,7 @@ def nadaraya_watson(
     blurred = scores.numel() and not bool(
         scores.abs().amax() * torch.finfo(scores.dtype).eps < 1e-2
     )
-    if (
-        blurred
-        and torch.isfinite(query_x).all()
-        and torch.isfinite(key_x).all()
-    ):
+    if blurred and all_finite(query_x) and all_finite(key_x):
         scores = _relative_gaussian_scores(query_x, key_x, bandwidth).to(
             scores.dtype
         )

@@ -21,7 +21,13 @@ a value, o = S phi(q).
 import torch
 import torch.nn.functional as F
 
-from .._checks import compute_dtype, require_callable, require_flag
+from .._checks import (
+    all_finite,
+    broadcast_shapes,
+    compute_dtype,
+    require_callable,
+    require_flag,
+)
 from ._state_checks import check_chunk_size, check_qkv, finite_output
 from .feature_maps import elu_feature_map
 from .masking import causal_mask
@@ -76,7 +82,7 @@ def linear_attention_recurrent(
     phi_q, phi_k, values, out_dtype = _checked_features(
         queries, keys, values, True, feature_map, normalize
     )
-    batch = torch.broadcast_shapes(
+    batch = broadcast_shapes(
         phi_q.shape[:-2], phi_k.shape[:-2], values.shape[:-2]
     )
     m, d_v = phi_k.shape[-1], values.shape[-1]
@@ -213,7 +219,7 @@ def _features(phi, x: torch.Tensor, name: str) -> torch.Tensor:
             f"feature_map must map {name} {tuple(x.shape)} to (..., n, m) "
             f"with the same leading dimensions, got {tuple(features.shape)}"
         )
-    if not bool(torch.isfinite(features).all()):
+    if not all_finite(features):
         raise ValueError(f"feature_map gave NaN or inf for the {name}")
     return features
 

@@ -11,6 +11,7 @@ in half precision.
 import torch
 
 from .._checks import (
+    all_finite,
     require_bool_mask,
     require_flag,
     require_float,
@@ -172,7 +173,7 @@ def zero_unused(x: torch.Tensor, used: torch.Tensor) -> torch.Tensor:
     backward pass multiplies its garbage by a zero gradient, and 0 * NaN is
     NaN in the weights' gradient. Zeroing it first keeps them finite.
     """
-    if bool(torch.isfinite(x).all()):
+    if all_finite(x):
         return x
     return torch.where(used.unsqueeze(-1), x, torch.zeros((), dtype=x.dtype))
 

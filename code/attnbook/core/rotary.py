@@ -14,7 +14,12 @@ offset i - i' only. Values are never rotated.
 
 import torch
 
-from .._checks import require_float, require_tensor
+from .._checks import (
+    all_finite,
+    broadcast_shapes,
+    require_float,
+    require_tensor,
+)
 from .positional import pair_frequencies
 
 
@@ -47,14 +52,14 @@ def apply_rotary(
         )
     positions = _as_positions(positions)
     try:
-        torch.broadcast_shapes(positions.shape, x.shape[:-1])
+        broadcast_shapes(positions.shape, x.shape[:-1])
     except RuntimeError:
         raise ValueError(
             f"positions of shape {tuple(positions.shape)} do not broadcast to "
             "x's positions "
             f"x.shape[:-1] = {tuple(x.shape[:-1])}"
         ) from None
-    if torch.broadcast_shapes(positions.shape, x.shape[:-1]) != x.shape[:-1]:
+    if broadcast_shapes(positions.shape, x.shape[:-1]) != x.shape[:-1]:
         raise ValueError(
             f"positions of shape {tuple(positions.shape)} would enlarge x of "
             f"shape {tuple(x.shape)}"
@@ -91,5 +96,5 @@ def _as_positions(positions) -> torch.Tensor:
 
 def _require_finite_positions(positions: torch.Tensor) -> None:
     """Checked after the shape, so a huge broadcast view is refused first."""
-    if positions.is_floating_point() and not torch.isfinite(positions).all():
+    if positions.is_floating_point() and not all_finite(positions):
         raise ValueError("positions must be finite numbers, got NaN or inf")

@@ -16,6 +16,7 @@ import math
 import torch
 
 from .._checks import (
+    all_finite,
     is_finite_number,
     require_float,
     require_generator,
@@ -166,7 +167,7 @@ def draw_categorical(probs: torch.Tensor, generator=None) -> torch.Tensor:
             f"probs must have shape (B, V) with V >= 1, got "
             f"{tuple(probs.shape)}"
         )
-    if not torch.isfinite(probs).all() or (probs < 0).any():
+    if not all_finite(probs) or (probs < 0).any():
         raise ValueError("probs must be finite and non-negative")
     if (probs.sum(dim=-1) <= 0).any():
         raise ValueError("every row of probs needs a positive entry")

@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from .._checks import (
+    broadcast_shapes,
     require_dim,
     require_matrix_fits,
     require_module_dtype,
@@ -28,7 +29,7 @@ def _check_pair(queries: torch.Tensor, keys: torch.Tensor) -> None:
     at least 2 dims and compatible batches, whose score matrix fits."""
     require_sequences(queries=queries, keys=keys)
     require_same_dtype(queries=queries, keys=keys)
-    batch = torch.broadcast_shapes(queries.shape[:-2], keys.shape[:-2])
+    batch = broadcast_shapes(queries.shape[:-2], keys.shape[:-2])
     require_matrix_fits(
         "the score matrix",
         (*batch, queries.shape[-2], keys.shape[-2]),
@@ -115,7 +116,7 @@ class AdditiveScore(nn.Module):
         self, queries: torch.Tensor, keys: torch.Tensor
     ) -> torch.Tensor:
         _check_module_pair(self, queries, keys)
-        batch = torch.broadcast_shapes(queries.shape[:-2], keys.shape[:-2])
+        batch = broadcast_shapes(queries.shape[:-2], keys.shape[:-2])
         require_matrix_fits(
             "the additive score's hidden tensor",
             (*batch, queries.shape[-2], keys.shape[-2], self.hidden_dim),

@@ -34,6 +34,7 @@ import torch
 from torch import nn
 
 from .._checks import (
+    all_finite,
     require_finite_number,
     require_float,
     require_generator,
@@ -155,7 +156,7 @@ def _check_selection(items, target, weights=_NO_WEIGHTS) -> None:
                 f"weights must be ({batch}, {n}) {items.dtype}, got "
                 f"{tuple(weights.shape)} {weights.dtype}"
             )
-        if not bool(torch.isfinite(weights).all() and (weights >= 0).all()):
+        if not (all_finite(weights) and bool((weights >= 0).all())):
             raise ValueError(
                 "weights must be finite and >= 0 (a distribution)"
             )
@@ -365,7 +366,7 @@ def _check_scores(scores, items) -> None:
             f"scores must have the items' dtype {items.dtype}, got "
             f"{scores.dtype}"
         )
-    if not bool(torch.isfinite(scores).all()):
+    if not all_finite(scores):
         raise ValueError("scores must be finite")
 
 

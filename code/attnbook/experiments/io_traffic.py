@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import torch
 
 from .._checks import (
+    all_finite,
     require_float,
     require_int,
     require_same_device,
@@ -116,7 +117,7 @@ def _check(q, k, v, sram_size) -> None:
     if dtype not in (torch.float32, torch.float64):
         raise TypeError(f"q, k and v must be float32 or float64, got {dtype}")
     for name, tensor in (("q", q), ("k", k), ("v", v)):
-        if not torch.isfinite(tensor).all():
+        if not all_finite(tensor):
             raise ValueError(f"{name} holds NaN or infinite numbers")
     if k.shape[1] != q.shape[1] or v.shape[0] != k.shape[0]:
         raise ValueError(

@@ -19,6 +19,7 @@ import math
 import torch
 
 from .._checks import (
+    all_finite,
     require_finite_number,
     require_float,
     require_int,
@@ -101,7 +102,7 @@ def _check_pairs(keys, values, gate) -> None:
     )
     require_float("keys", keys)
     require_same_dtype(keys=keys, values=values)
-    if not bool(torch.isfinite(keys).all() & torch.isfinite(values).all()):
+    if not (all_finite(keys) and all_finite(values)):
         raise ValueError("keys and values must be finite (no NaN or inf)")
     if gate is not None:
         require_shape("gate", gate, (keys.shape[0],))

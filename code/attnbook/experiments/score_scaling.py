@@ -15,6 +15,7 @@ import math
 import torch
 
 from .._checks import (
+    all_finite,
     require_float,
     require_int,
     require_matrix_fits,
@@ -121,7 +122,7 @@ def softmax_statistics(scores: torch.Tensor, temperature: float = 1.0) -> dict:
             f"shape {tuple(scores.shape)}"
         )
     scaled = scores / temperature
-    if not torch.isfinite(scaled).all():
+    if not all_finite(scaled):
         raise ValueError(
             f"scores / temperature is not finite (temperature={temperature:g} "
             "is too small for these scores, or they hold NaN or inf)"

@@ -13,6 +13,7 @@ import importlib
 import torch
 
 from .._checks import (
+    all_finite,
     require_float,
     require_generator,
     require_int,
@@ -224,7 +225,7 @@ def _check_attention(
             f"positions), got n_q = {n_q}, n_k = {keys.shape[2]}"
         )
     for name, t in named.items():
-        if not torch.isfinite(t).all():
+        if not all_finite(t):
             raise ValueError(f"{name} holds NaN or infinite numbers")
 
 
@@ -298,7 +299,7 @@ def _check_paged(query, key_pages, value_pages, block_table, lengths):
         )
     _require_interpretable(named, key_pages.numel())
     for name, t in named.items():
-        if not torch.isfinite(t).all():
+        if not all_finite(t):
             raise ValueError(f"{name} holds NaN or infinite numbers")
 
 

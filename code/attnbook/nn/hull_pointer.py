@@ -13,7 +13,12 @@ once at least three vertices are out.
 import torch
 from torch import nn
 
-from .._checks import require_float, require_int, restores_rng_on_error
+from .._checks import (
+    all_finite,
+    require_float,
+    require_int,
+    restores_rng_on_error,
+)
 from ..core.masking import masked_softmax
 from .pointer import add_pointer_layers
 
@@ -28,7 +33,7 @@ def _check_points(points) -> torch.Tensor:
             "points must have shape (batch, n, 2) with n >= 3, got "
             f"{tuple(points.shape)}"
         )
-    if not torch.isfinite(points).all():
+    if not all_finite(points):
         raise ValueError("points contains NaN or infinite values")
     return points
 

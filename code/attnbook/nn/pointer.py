@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from .._checks import (
+    all_finite,
     require_float,
     require_int,
     require_module_dtype,
@@ -49,7 +50,7 @@ def _check_values(x) -> torch.Tensor:
             "x must hold at least one number per sequence, got shape "
             f"{tuple(x.shape)}"
         )
-    if not torch.isfinite(x).all():
+    if not all_finite(x):
         raise ValueError(
             f"x of shape {tuple(x.shape)} contains NaN or infinite values"
         )

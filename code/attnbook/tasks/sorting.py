@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from .._checks import (
+    all_finite,
     keep_global_rng,
     require_finite_number,
     require_generator,
@@ -100,8 +101,8 @@ def scale_to_unit(
     require_finite_number("high", high, low=low, high=big, include_low=False)
     smallest = x.min(dim=1, keepdim=True).values
     spread = x.max(dim=1, keepdim=True).values - smallest
-    if (
-        not torch.isfinite(spread).all()
+    if not all_finite(
+        spread
     ):  # e.g. -3e38 and 3e38 in float32: their gap overflows; map in float64
         return scale_to_unit(x.double(), low, high).to(x.dtype)
     unit = torch.where(

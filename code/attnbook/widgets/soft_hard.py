@@ -7,6 +7,7 @@ import matplotlib.pyplot as plt
 import torch
 
 from .._checks import (
+    all_finite,
     is_finite_number,
     require_finite_number,
     require_int_in,
@@ -46,7 +47,7 @@ def angle_query(angle, length: float = 3.0) -> torch.Tensor:
     if not isinstance(angle, torch.Tensor) and not is_finite_number(angle):
         raise ValueError(f"angle must be finite degrees, got {angle!r:.40}")
     angle = torch.as_tensor(angle, dtype=torch.float64)
-    if not torch.isfinite(angle).all():
+    if not all_finite(angle):
         raise ValueError(f"angle must be finite degrees, got {angle.tolist()}")
     require_finite_number("length", length)
     radians = angle * math.pi / 180

@@ -1,0 +1,57 @@
+"""The two checks on every attention call's path, against torch's own."""
+
+import random
+
+import pytest
+import torch
+
+from attnbook._checks import all_finite, broadcast_shapes
+
+
+@pytest.mark.parametrize(
+    "dtype", [torch.float16, torch.float32, torch.float64]
+)
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_all_finite_finds_one_bad_entry_anywhere(dtype, bad):
+    x = torch.randn(3, 50, 7).to(dtype)
+    assert all_finite(x)
+    for index in [(0, 0, 0), (2, 49, 6), (1, 20, 3)]:
+        y = x.clone()
+        y[index] = bad
+        assert not all_finite(y)
+
+
+def test_all_finite_is_exact_when_the_sum_overflows():
+    big = torch.full((10,), torch.finfo(torch.float32).max)
+    assert not torch.isfinite(big.sum())  # the fast path cannot decide
+    assert all_finite(big)
+    mixed = torch.tensor([torch.finfo(torch.float32).max, -float("inf")])
+    assert not all_finite(mixed)
+    half = torch.full((100,), 60000.0, dtype=torch.float16)
+    assert all_finite(half)
+
+
+def test_all_finite_other_kinds():
+    assert all_finite(torch.empty(0, 4))
+    assert all_finite(torch.arange(5))  # integers are finite
+    assert all_finite(torch.ones(2, dtype=torch.bool))
+    x = torch.randn(4, requires_grad=True)
+    assert all_finite(x * 2)  # no graph needed, none built
+    assert not all_finite(torch.tensor([1.0, float("nan"), 0, 0]) * x)
+
+
+def test_broadcast_shapes_agrees_with_torch():
+    rng = random.Random(0)
+    for _ in range(5000):
+        shapes = [
+            tuple(rng.choice([0, 1, 2, 3]) for _ in range(rng.randint(0, 4)))
+            for _ in range(rng.randint(1, 3))
+        ]
+        try:
+            expected = torch.broadcast_shapes(*shapes)
+        except RuntimeError:
+            with pytest.raises(RuntimeError):
+                broadcast_shapes(*shapes)
+            continue
+        got = broadcast_shapes(*shapes)
+        assert got == expected and isinstance(got, torch.Size)
