@@ -305,3 +305,27 @@ def test_the_shipped_model_has_previous_token_and_induction_heads(shipped):
             final(tokens, ablate=every_first), tokens, predictable
         )
     assert ablated > 2.0  # measured 3.95
+
+
+def test_the_four_more_seeds_are_pinned_and_learn_the_task():
+    """Review F: the phase change and the circuit are no seed's accident."""
+    data = read_pinned(
+        induction.INDUCTION_SEEDS_FILE, induction.INDUCTION_SEEDS_SHA256
+    )
+    assert hashlib.sha256(data).hexdigest() == induction.INDUCTION_SEEDS_SHA256
+    runs = induction.pretrained_induction_seeds()
+    assert sorted(runs) == list(induction.SEEDS) and 0 not in runs
+    tokens, predictable = _batch("random", (8, 24), seed=11)
+    for seed, run in runs.items():
+        losses = run["losses"]["two_layer"]
+        assert len(losses) == induction.TRAINING_RECIPE["steps"]
+        # near chance for 400 steps, then the drop
+        assert sum(losses[300:400]) / 100 > 3.5
+        with torch.no_grad():
+            two = predictable_loss(
+                run["two_layer"](tokens), tokens, predictable
+            )
+            one = predictable_loss(
+                run["one_layer"](tokens), tokens, predictable
+            )
+        assert two < 0.5 and one > 2.5, seed

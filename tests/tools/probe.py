@@ -1165,6 +1165,36 @@ fn("core.long_context.yarn_attention_scale", factor=2.0)
 WEIGHTS5 = lambda: torch.softmax(R(2, 3, 5, 5), dim=-1)  # noqa: E731
 fn("measure.head_scores.previous_token_score", weights=WEIGHTS5)
 fn("measure.head_scores.induction_score", weights=WEIGHTS5, period=2)
+fn(
+    "experiments.head_interventions.replaced",
+    weights=lambda: torch.softmax(R(2, 3, 5, 5), dim=-1),
+    head=1,
+    how="uniform",
+)
+fn(
+    "experiments.head_interventions.held_out_windows",
+    held_out=lambda: torch.arange(40),
+    count=2,
+    length=4,
+)
+fn(
+    "experiments.head_interventions.intervention_costs",
+    model=lambda: resolve("attnbook.nn.language_model.DecoderOnlyTransformer")(
+        10, 8, 8, 2, 1, 16
+    ),
+    windows=lambda: torch.randint(10, (2, 9)),
+    reference=lambda: torch.randint(10, (3, 9)),
+)
+fn(
+    "experiments.head_interventions.results_json",
+    costs=lambda: {"base": R(3)},
+    recipe={"count": 3},
+)
+fn(
+    "experiments.head_interventions.bits_per_window",
+    logits=lambda: R(2, 3, 4),
+    targets=lambda: torch.zeros(2, 3, dtype=torch.long),
+)
 fn("nn.multihead.split_heads", x=lambda: R(2, 5, 8), num_heads=2)
 fn("nn.multihead.merge_heads", x=lambda: R(2, 2, 5, 4))
 fn("nn.multihead.MultiHeadAttention", embed_dim=8, num_heads=2)

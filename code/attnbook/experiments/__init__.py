@@ -8,7 +8,9 @@ gradient, chapter 3), complexity (self-attention against CNNs and RNNs, chapter
 (the peak memory of one attention call, chapter 11) and io_traffic (slow-memory
 traffic of plain and tiled attention, chapter 11); head_circuits (a head's
 QK and OV circuits and scores, and the language model run with its attention
-weights read or replaced, chapter 14); sinks (where a head's weight goes,
+weights read or replaced, chapter 14); head_interventions (what a head is
+worth under four replacements of its weights: zero, uniform, its mean
+pattern, shuffled, chapter 14); sinks (where a head's weight goes,
 by key token, and what evicting those keys costs, chapter 13);
 memory_retrieval (what a fixed-size state recalls: softmax, a sum of outer
 products, the delta rule, least squares; Performer's error, chapter 17).

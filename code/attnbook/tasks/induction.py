@@ -58,6 +58,12 @@ TRAINING_RECIPE = {
     "weight_decay": 0.01,
     "seed": 0,
 }
+# the seeds of ``attnbook.train.induction_seeds`` (seed 0 is the main run)
+INDUCTION_SEEDS_FILE = "induction_seeds.pt"
+INDUCTION_SEEDS_SHA256 = (
+    "09e7cfd640b485d7c4f769edcd26fccfd77636d8d0e5e1e07178ce91915714c2"
+)
+SEEDS = (1, 2, 3, 4)
 # the steps at which the 2-layer model is kept: dense around its phase change
 CHECKPOINTS = (0, 250, 500, 600, 700, 800, 1000, 1500, 3000)
 OFFSETS = ("random", "fixed")
@@ -347,3 +353,37 @@ def pretrained_induction_models():
         recipe=saved["recipe"], task=saved["task"], config=saved["config"]
     )
     return models_from(saved), history
+
+
+def pretrained_induction_seeds() -> dict:
+    """The shipped result of ``python -m attnbook.train.induction_seeds``,
+    checked against its pinned SHA-256: the recipe of the main run with the
+    seeds ``SEEDS`` (seed 0 is ``pretrained_induction_models``).
+
+    Returns {seed: {"two_layer": model, "one_layer": model, "losses":
+    {"two_layer": list, "one_layer": list}}}: the final models of each seed
+    (``AttentionOnlyTransformer``s in eval mode) and their per-step training
+    losses in nats. Torch's global random state is left as it was.
+    """
+    saved = load_pinned(INDUCTION_SEEDS_FILE, INDUCTION_SEEDS_SHA256)
+    require_saved(
+        "saved", saved, "seeds", "task", "config", "two_layer", "one_layer"
+    )
+
+    def load(layers, state_dict):
+        with keep_global_rng():
+            model = build_model(layers, saved["task"], saved["config"])
+        model.load_state_dict(state_dict)
+        return model.eval()
+
+    return {
+        seed: {
+            "two_layer": load(2, saved["two_layer"][seed]),
+            "one_layer": load(1, saved["one_layer"][seed]),
+            "losses": {
+                name: saved["losses"][name][seed].tolist()
+                for name in ("two_layer", "one_layer")
+            },
+        }
+        for seed in saved["seeds"]
+    }
