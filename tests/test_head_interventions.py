@@ -131,3 +131,19 @@ def test_the_shipped_costs_say_what_the_chapter_says():
     assert (mean["shuffle"][0] > mean["zero"][0]).all()
     # later heads: every replacement costs < 0.2 bits
     assert max(mean[how][1:].max() for how in REPLACEMENTS) < 0.2
+
+
+def test_too_many_windows_are_refused_before_any_forward_pass():
+    from attnbook import pretrained_language_model
+    from attnbook.experiments.head_interventions import (
+        MAX_WINDOWS,
+        intervention_costs,
+    )
+
+    model = pretrained_language_model().model
+    many = torch.zeros(MAX_WINDOWS + 1, 3, dtype=torch.int64)
+    few = torch.zeros(2, 3, dtype=torch.int64)
+    with pytest.raises(ValueError, match="windows holds 4,097 windows"):
+        intervention_costs(model, many, few)
+    with pytest.raises(ValueError, match="reference holds 4,097 windows"):
+        intervention_costs(model, few, many)

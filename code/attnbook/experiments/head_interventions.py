@@ -131,6 +131,9 @@ def bits_per_window(logits, targets) -> torch.Tensor:
     return nats.mean(dim=1) / math.log(2)
 
 
+MAX_WINDOWS = 4096  # windows (and reference windows) per call
+
+
 @torch.no_grad()
 def intervention_costs(model, windows, reference, seed: int = 0) -> dict:
     """Bits per character added in each window by each replacement of each
@@ -151,6 +154,12 @@ def intervention_costs(model, windows, reference, seed: int = 0) -> dict:
         require_ids(name, tokens, getattr(model, "vocab_size", 0), dims=2)
         if tokens.dtype != torch.int64:
             raise TypeError(f"{name} must be int64, got {tokens.dtype}")
+        if len(tokens) > MAX_WINDOWS:
+            raise ValueError(
+                f"{name} holds {len(tokens):,} windows, more than the "
+                f"{MAX_WINDOWS:,} this experiment runs (each replacement of "
+                "each head runs the model over all of them)"
+            )
         if not 2 <= tokens.shape[1] <= getattr(model, "context_len", 0) + 1:
             raise ValueError(
                 f"{name} must hold windows of 2 to context_len + 1 tokens, "
