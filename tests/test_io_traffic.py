@@ -13,6 +13,7 @@ from attnbook.display.tiling import draw_tiling
 from attnbook.experiments.io_traffic import (
     SlowMemory,
     block_sizes,
+    on_chip_numbers,
     plain_attention_traffic,
     tiled_attention,
 )
@@ -44,17 +45,32 @@ def test_tiled_attention_is_attention_and_counts_every_number(
     torch.testing.assert_close(
         lse, torch.logsumexp(scores, dim=1), rtol=0, atol=1e-12
     )
-    rows, cols = block_sizes(sram, d)
+    rows, cols = block_sizes(sram, d, d_v)
     blocks = math.ceil(n_q / rows)
     assert hbm.reads == n_q * d + blocks * n_k * (d + d_v)
     assert hbm.writes == n_q * d_v + n_q
 
 
-def test_block_sizes_follow_the_paper():
+def test_block_sizes_follow_the_paper_where_its_tiles_fit():
     # B = ceil(M / 4d) on the side that stays on chip, min(B, d) on the other
-    assert block_sizes(16384, 64) == (64, 64)
     assert block_sizes(65536, 64) == (256, 64)
-    assert block_sizes(100, 8) == (4, 4)
+    assert block_sizes(131072, 64) == (512, 64)
+
+
+@pytest.mark.parametrize("d, d_v", [(64, 64), (8, 5), (128, 64)])
+def test_block_sizes_fit_the_fast_memory(d, d_v):
+    # the paper's 64 x 64 at M = 16,384, d = 64 would hold 20,608 numbers
+    assert on_chip_numbers(64, 64, 64) == 20608
+    assert block_sizes(16384, 64) == (52, 52)
+    for sram in (on_chip_numbers(1, 1, d, d_v), 100, 4096, 16384, 49152):
+        if sram < on_chip_numbers(1, 1, d, d_v):
+            continue
+        rows, cols = block_sizes(sram, d, d_v)
+        assert on_chip_numbers(rows, cols, d, d_v) <= sram
+        assert rows <= math.ceil(sram / (4 * d)) and cols == min(rows, d)
+        # the largest B_r that fits, up to the paper's
+        bigger = on_chip_numbers(rows + 1, min(rows + 1, d), d, d_v)
+        assert rows == math.ceil(sram / (4 * d)) or bigger > sram
 
 
 def test_traffic_falls_like_one_over_m_and_beats_plain():
@@ -65,9 +81,9 @@ def test_traffic_falls_like_one_over_m_and_beats_plain():
     large = tiled_attention(q, k, v, 32768)[2].total
     assert large < small < plain
     # the n^2 d^2 / M term dominates: four times the memory, about a
-    # quarter of the re-reads of K and V
+    # quarter of the re-reads of K and V (at least: small tiles shrink more)
     rereads = [total - 2 * 512 * 32 - 512 for total in (small, large)]
-    assert rereads[0] == 4 * rereads[1]
+    assert 4 * rereads[1] <= rereads[0] <= 5 * rereads[1]
 
 
 def test_slow_memory_counts_loads_and_stores():

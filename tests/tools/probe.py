@@ -584,6 +584,22 @@ fn(
     d=4,
     chunk_size=4,
 )
+fn("experiments.io_traffic.on_chip_numbers", rows=4, cols=4, d=8, d_v=8)
+fn("experiments.io_traffic.block_sizes", sram_size=256, d=8, d_v=8)
+fn("experiments.io_traffic.plain_attention_traffic", n_q=5, n_k=6, d=4, d_v=3)
+for _name in ("load", "store"):
+    method(
+        f"experiments.io_traffic.SlowMemory.{_name}",
+        lambda: resolve("attnbook.experiments.io_traffic.SlowMemory")(),
+        tile=lambda: R(2, 3),
+    )
+fn(
+    "experiments.io_traffic.tiled_attention",
+    q=lambda: R(5, 4),
+    k=lambda: R(6, 4),
+    v=lambda: R(6, 3),
+    sram_size=64,
+)
 fn("experiments.complexity.ConvStack", dim=4)
 fn("experiments.complexity.RecurrentLayer", dim=4)
 fn("experiments.complexity.SelfAttentionLayer", dim=4)

@@ -32,11 +32,11 @@ class SlowMemory:
     writes: int = 0
 
     def load(self, tile: torch.Tensor) -> torch.Tensor:
-        self.reads += tile.numel()
+        self.reads += _numel(tile)
         return tile
 
     def store(self, tile: torch.Tensor) -> torch.Tensor:
-        self.writes += tile.numel()
+        self.writes += _numel(tile)
         return tile
 
     @property
@@ -44,17 +44,44 @@ class SlowMemory:
         return self.reads + self.writes
 
 
-def block_sizes(sram_size: int, d: int) -> tuple:
-    """(B_r, B_c): the tiles for a fast memory of M = ``sram_size`` numbers.
+def _numel(tile) -> int:
+    if not isinstance(tile, torch.Tensor):
+        raise TypeError(f"tile must be a tensor, got {type(tile).__name__}")
+    return tile.numel()
+
+
+def on_chip_numbers(rows: int, cols: int, d: int, d_v=None) -> int:
+    """Numbers one step of ``tiled_attention`` holds in fast memory.
+
+    Q_i (rows, d), the output accumulator (rows, d_v), m and l (rows each),
+    K_j (cols, d), V_j (cols, d_v) and the tile of scores S_ij (rows, cols),
+    which P_ij overwrites. d_v: None means d.
+    """
+    for name, value in (("rows", rows), ("cols", cols), ("d", d)):
+        require_int(name, value)
+    d_v = d if d_v is None else require_int("d_v", d_v)
+    return rows * (d + d_v + 2) + cols * (d + d_v) + rows * cols
+
+
+def block_sizes(sram_size: int, d: int, d_v=None) -> tuple:
+    """(B_r, B_c): tiles for a fast memory of M = ``sram_size`` numbers.
 
     FlashAttention's Algorithm 1 (Dao et al. 2022, line 1) runs the key
     blocks in the outer loop and takes B_c = ceil(M / 4d) keys and
     B_r = min(ceil(M / 4d), d) queries. With the queries outside (the order
     of FlashAttention-2, used here) the two roles swap: B_r = ceil(M / 4d)
     queries stay on chip while blocks of B_c = min(B_r, d) keys stream past.
+    M / 4d is a constant-factor choice, and at small M its tiles overflow M
+    (64 x 64 tiles at M = 16,384, d = 64 hold 20,608 numbers), so B_r is
+    lowered until ``on_chip_numbers`` fits in M. d_v: None means d.
     """
-    block_rows = math.ceil(sram_size / (4 * d))
-    return block_rows, min(block_rows, d)
+    require_int("d", d)
+    d_v = d if d_v is None else require_int("d_v", d_v)
+    _require_room(sram_size, d, d_v)
+    rows = math.ceil(sram_size / (4 * d))
+    while on_chip_numbers(rows, min(rows, d), d, d_v) > sram_size:
+        rows -= 1
+    return rows, min(rows, d)
 
 
 def tiled_attention(q, k, v, sram_size: int):
@@ -67,7 +94,7 @@ def tiled_attention(q, k, v, sram_size: int):
     """
     _check(q, k, v, sram_size)
     (n_q, d), n_k = q.shape, k.shape[0]
-    rows, cols = block_sizes(sram_size, d)
+    rows, cols = block_sizes(sram_size, d, v.shape[1])
     hbm = SlowMemory()
     out = q.new_empty(n_q, v.shape[1])  # on q's device, in q's dtype
     lse = q.new_empty(n_q)
@@ -124,4 +151,16 @@ def _check(q, k, v, sram_size) -> None:
             "q (n_q, d), k (n_k, d) and v (n_k, d_v) do not fit: got "
             f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
         )
-    require_int("sram_size", sram_size, 4 * q.shape[1])
+    _require_room(sram_size, q.shape[1], v.shape[1])
+
+
+def _require_room(sram_size, d, d_v) -> None:
+    """sram_size: an int that holds the tiles of one query and one key."""
+    require_int("sram_size", sram_size)
+    smallest = on_chip_numbers(1, 1, d, d_v)
+    if sram_size < smallest:
+        raise ValueError(
+            f"sram_size = {sram_size} cannot hold the tiles of one query and "
+            f"one key with d = {d}, d_v = {d_v}: it needs at least "
+            f"{smallest} numbers"
+        )
