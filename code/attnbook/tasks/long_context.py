@@ -36,6 +36,7 @@ from .._checks import (
     require_training,
 )
 from .._weights import load_pinned, read_pinned
+from ..measure.head_scores import previous_token_score
 from ..measure.threads import single_thread
 from ..nn.position_schemes import SCHEMES, PositionSchemeTransformer
 from .induction import repeated_batch
@@ -63,6 +64,21 @@ EVAL_SEED = 1_000_000
 EVAL_BATCHES = {"batches": 4, "batch_size": 16}
 SCALINGS = (None, "linear", "ntk", "yarn")
 SCALED_LENGTHS = (64, 512)  # where the scaled RoPE models are evaluated
+CURVE_CHECKPOINTS = (0, 25, 50, 100, 250, 500)  # fine-tuning steps
+CURVE_SEEDS = (0, 1, 2)  # RoPE models trained with TRAINING_RECIPE
+# the scalings of the curve: name -> (scaling, YaRN's ramp if not the
+# paper's alpha = 1, beta = 32); "YaRN, rescaled" keeps pairs 0 and 1 of
+# our heads (10.2 and 3.2 turns over 64 positions), interpolates pairs 3-7
+# (< 0.5 turn) and ramps pair 2
+CURVE_SCALINGS = {
+    "none": (None, {}),
+    "PI": ("linear", {}),
+    "NTK": ("ntk", {}),
+    "YaRN": ("yarn", {}),
+    "YaRN, rescaled": ("yarn", {"alpha": 0.5, "beta": 2.0}),
+}
+CURVE_FILE = "rope_scaling_curve.json"
+ROPE_SCALING_CURVE_SHA256 = "to be pinned"
 
 
 def build_model(scheme: str, config: dict | None = None):
@@ -92,6 +108,11 @@ def _fit(model, steps, batch_size, lr, weight_decay, length, generator):
     optimizer = torch.optim.AdamW(
         model.parameters(), lr=lr, weight_decay=weight_decay
     )
+    return _steps(model, optimizer, steps, batch_size, length, generator)
+
+
+def _steps(model, optimizer, steps, batch_size, length, generator):
+    """``steps`` optimizer steps on lab batches; returns the losses."""
     model.train()
     losses = []
     for _ in range(steps):
@@ -167,14 +188,74 @@ def finetune_rope(
     return copy.eval()
 
 
-def scale(model, scaling, length: int) -> None:
+def scale(model, scaling, length: int, **ramp) -> None:
     """Set a "rope" model's scaling for ``length`` positions (None: plain
-    RoPE)."""
+    RoPE); ramp: YaRN's alpha and beta, if not the paper's."""
     factor = length / TASK["train_len"]
     if scaling is None:
         model.set_rope_scaling(None)
     else:
-        model.set_rope_scaling(scaling, factor, TASK["train_len"])
+        model.set_rope_scaling(scaling, factor, TASK["train_len"], **ramp)
+
+
+def finetune_curve(
+    model,
+    scaling,
+    checkpoints=CURVE_CHECKPOINTS,
+    seed: int = 0,
+    ramp: dict | None = None,
+    batch_size: int = 4,
+    lr: float = 1e-3,
+    length: int = 512,
+) -> list:
+    """Accuracy at 64 and at ``length`` while a copy of a trained "rope"
+    model with ``scaling`` (YaRN's alpha, beta in ramp) is fine-tuned at
+    ``length`` positions: one AdamW run, evaluated after each number of
+    steps in checkpoints (0 included: the scaling alone). The same batches
+    and constant learning rate as ``finetune_rope``, so the checkpoint at
+    100 steps is its 100-step fine-tune. Returns [{"steps", "64",
+    str(length)}]."""
+    ramp = require_dict_or_none("ramp", ramp)
+    if list(checkpoints) != sorted(set(checkpoints)) or checkpoints[0] < 0:
+        raise ValueError(
+            f"checkpoints must rise from >= 0, got {list(checkpoints)}"
+        )
+    with single_thread(), keep_global_rng():
+        copy = build_model("rope")
+        copy.load_state_dict(model.state_dict())
+        scale(copy, scaling, length, **ramp)
+        optimizer = torch.optim.AdamW(
+            copy.parameters(), lr=lr, weight_decay=0.0
+        )
+        generator = torch.Generator().manual_seed(seed + 101)
+        curve, done = [], 0
+        for steps in checkpoints:
+            _steps(
+                copy, optimizer, steps - done, batch_size, length, generator
+            )
+            done = steps
+            copy.eval()
+            curve.append(
+                {
+                    "steps": steps,
+                    **{
+                        str(n): accuracy(copy, n, **EVAL_BATCHES)
+                        for n in (TASK["train_len"], length)
+                    },
+                    "previous_token": previous_token_scores(copy).tolist(),
+                }
+            )
+    return curve
+
+
+@torch.no_grad()
+def previous_token_scores(model, length: int = 64, batch_size: int = 16):
+    """``previous_token_score`` of every layer-0 head, shape (num_heads,),
+    float64: mean over the first evaluation batch at ``length``."""
+    tokens, _ = lab_batch(batch_size, length, eval_generator(length))
+    with single_thread():
+        _, weights = model(tokens, return_weights=True)
+    return previous_token_score(weights[0].double()).mean(dim=0)
 
 
 def eval_generator(length: int) -> torch.Generator:
