@@ -350,3 +350,16 @@ def test_a_curve_checkpoint_is_the_fine_tune_of_that_many_steps():
     assert len(curve[0]["previous_token"]) == 4
     with pytest.raises(ValueError, match="checkpoints"):
         lab.finetune_curve(model, "ntk", (5, 3), length=128)
+
+
+def test_accuracy_by_period_uses_one_period():
+    class Oracle(torch.nn.Module):
+        # right exactly where token i + 1 repeats token i + 1 - 8
+        def forward(self, tokens):
+            guess = torch.roll(tokens, 7, dims=1)
+            return F.one_hot(guess, lab.TASK["vocab_size"]).float()
+
+    assert lab.accuracy(Oracle(), 64, batches=1, batch_size=4, period=8) == 1
+    assert lab.accuracy(Oracle(), 64, batches=1, batch_size=4, period=9) < 0.2
+    with pytest.raises(ValueError, match="period"):
+        lab.accuracy(Oracle(), 64, period=30)

@@ -33,6 +33,7 @@ from .._checks import (
     keep_global_rng,
     require_dict_or_none,
     require_int,
+    require_int_in,
     require_training,
 )
 from .._weights import load_pinned, read_pinned
@@ -264,17 +265,25 @@ def eval_generator(length: int) -> torch.Generator:
 
 
 @torch.no_grad()
-def accuracy(model, length: int, batches=4, batch_size=16) -> float:
+def accuracy(
+    model, length: int, batches=4, batch_size=16, period: int | None = None
+) -> float:
     """The fraction of predictable tokens whose most likely prediction is
-    right, on the evaluation batches at ``length`` positions."""
+    right, on the evaluation batches at ``length`` positions; period: one
+    repeat period P for every sequence instead of the task's range."""
     require_int("length", length, minimum=2 * TASK["period"][1])
     require_int("batches", batches)
     require_int("batch_size", batch_size)
+    if period is not None:
+        require_int_in("period", period, *TASK["period"])
+    periods = TASK["period"] if period is None else period
     generator = eval_generator(length)
     right = total = 0
     with single_thread():
         for _ in range(batches):
-            tokens, predictable = lab_batch(batch_size, length, generator)
+            tokens, predictable = repeated_batch(
+                batch_size, periods, length, TASK["vocab_size"], generator
+            )
             guess = model(tokens)[:, :-1].argmax(-1)
             keep = predictable[:, 1:]
             right += int((guess == tokens[:, 1:])[keep].sum())
@@ -330,6 +339,14 @@ def pretrained_results() -> dict:
     """The shipped ``data/long_context.json`` (checked against its pinned
     SHA-256): recipe, seeds, lengths and every accuracy."""
     return json.loads(read_pinned(RESULTS_FILE, LONG_CONTEXT_SHA256))
+
+
+def scaling_curve_results() -> dict:
+    """The shipped ``data/rope_scaling_curve.json`` of
+    ``python -m attnbook.train.rope_scaling_curve`` (checked against its
+    pinned SHA-256): accuracy at 64 and 512 and the layer-0 previous-token
+    scores at every fine-tuning checkpoint, per seed and scaling."""
+    return json.loads(read_pinned(CURVE_FILE, ROPE_SCALING_CURVE_SHA256))
 
 
 def pretrained_models() -> dict:
