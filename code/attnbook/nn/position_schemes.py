@@ -32,6 +32,7 @@ from .._checks import (
     require_finite_number,
     require_ids,
     require_int,
+    require_matrix_fits,
     restores_rng_on_error,
 )
 from ..core.long_context import (
@@ -197,7 +198,13 @@ class PositionSchemeTransformer(nn.Module):
             raise ValueError(
                 f"tokens has {n} positions, more than max_len = {self.max_len}"
             )
-        require_finite_number("score_scale", score_scale, low=0.0)
+        require_finite_number("score_scale", score_scale, low=0.0, high=1e4)
+        require_matrix_fits(
+            "the attention weights",
+            (tokens.shape[0], self.num_heads, n, n),
+            torch.float32,
+            hint="use fewer sequences, or",
+        )
         if clamp is not None:
             require_int("clamp", clamp)
             if self.scheme != "rope":

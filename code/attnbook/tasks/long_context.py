@@ -34,6 +34,7 @@ from .._checks import (
     require_dict_or_none,
     require_int,
     require_int_in,
+    require_matrix_fits,
     require_training,
 )
 from .._weights import load_pinned, read_pinned
@@ -217,9 +218,26 @@ def finetune_curve(
     100 steps is its 100-step fine-tune. Returns [{"steps", "64",
     str(length)}]."""
     ramp = require_dict_or_none("ramp", ramp)
-    if list(checkpoints) != sorted(set(checkpoints)) or checkpoints[0] < 0:
+    require_training(seed=seed, batch_size=batch_size, lr=lr)
+    require_int("length", length, minimum=TASK["train_len"])
+    if (
+        not isinstance(checkpoints, (list, tuple))
+        or not checkpoints
+        or any(
+            isinstance(c, bool) or not isinstance(c, int) for c in checkpoints
+        )
+        or list(checkpoints) != sorted(set(checkpoints))
+        or checkpoints[0] < 0
+    ):
         raise ValueError(
-            f"checkpoints must rise from >= 0, got {list(checkpoints)}"
+            "checkpoints must be a rising list of ints >= 0, got "
+            f"{checkpoints!r:.60}"
+        )
+    _require_lab_model("model", model, "rope")
+    if length > model.max_len:
+        raise ValueError(
+            f"length ({length}) is beyond the model's max_len "
+            f"({model.max_len})"
         )
     with single_thread(), keep_global_rng():
         copy = build_model("rope")
@@ -253,10 +271,41 @@ def finetune_curve(
 def previous_token_scores(model, length: int = 64, batch_size: int = 16):
     """``previous_token_score`` of every layer-0 head, shape (num_heads,),
     float64: mean over the first evaluation batch at ``length``."""
+    _require_lab_model("model", model)
+    require_int("length", length, minimum=2 * TASK["period"][1])
+    require_int("batch_size", batch_size)
+    if length > model.max_len:
+        raise ValueError(
+            f"length ({length}) is beyond the model's max_len "
+            f"({model.max_len})"
+        )
+    require_matrix_fits(
+        "the attention weights",
+        (model.num_layers, batch_size, model.num_heads, length, length),
+        torch.float32,
+        hint="use a smaller batch_size, or",
+    )
     tokens, _ = lab_batch(batch_size, length, eval_generator(length))
     with single_thread():
         _, weights = model(tokens, return_weights=True)
     return previous_token_score(weights[0].double()).mean(dim=0)
+
+
+def _require_lab_model(name, model, scheme=None) -> None:
+    """A ``PositionSchemeTransformer`` (with ``scheme``, if given)."""
+    if not isinstance(model, PositionSchemeTransformer) or (
+        scheme is not None and model.scheme != scheme
+    ):
+        wanted = f"a {scheme!r} " if scheme else "a "
+        raise ValueError(
+            f"{name} must be {wanted}PositionSchemeTransformer, got "
+            f"{type(model).__name__}"
+            + (
+                f" with scheme {model.scheme!r}"
+                if scheme and isinstance(model, PositionSchemeTransformer)
+                else ""
+            )
+        )
 
 
 def eval_generator(length: int) -> torch.Generator:
