@@ -363,3 +363,40 @@ def test_accuracy_by_period_uses_one_period():
     assert lab.accuracy(Oracle(), 64, batches=1, batch_size=4, period=9) < 0.2
     with pytest.raises(ValueError, match="period"):
         lab.accuracy(Oracle(), 64, period=30)
+
+
+def test_shipped_curves_cover_every_seed_scaling_and_checkpoint():
+    results = lab.scaling_curve_results()
+    runs = {(r["seed"], r["scaling"]) for r in results["runs"]}
+    assert runs == {
+        (seed, name) for seed in lab.CURVE_SEEDS for name in lab.CURVE_SCALINGS
+    }
+    for run in results["runs"]:
+        assert [c["steps"] for c in run["curve"]] == list(
+            lab.CURVE_CHECKPOINTS
+        )
+        for point in run["curve"]:
+            assert 0 <= point["64"] <= 1 and 0 <= point["512"] <= 1
+            assert (
+                len(point["previous_token"]) == lab.MODEL_CONFIG["num_heads"]
+            )
+
+
+def test_the_curves_agree_with_the_shipped_fine_tunes():
+    # seed 0: the curve starts at the shipped model's accuracy, and its
+    # 100-step checkpoint is the 100-step fine-tune of the lab's results
+    curves = lab.scaling_curve_results()
+    shipped = next(
+        r
+        for r in lab.pretrained_results()["runs"]
+        if r["scheme"] == "rope" and r["seed"] == 0
+    )
+    names = {"none": "None", "PI": "linear", "NTK": "ntk", "YaRN": "yarn"}
+    at_100 = lab.CURVE_CHECKPOINTS.index(lab.FINETUNE_RECIPE["steps"])
+    for run in curves["runs"]:
+        if run["seed"] != 0 or run["scaling"] not in names:
+            continue
+        scaled = shipped["scaled"][names[run["scaling"]]]
+        for n in ("64", "512"):
+            assert abs(run["curve"][0][n] - scaled["as_trained"][n]) < 0.02
+            assert abs(run["curve"][at_100][n] - scaled["finetuned"][n]) < 0.02
