@@ -80,7 +80,9 @@ CURVE_SCALINGS = {
     "YaRN, rescaled": ("yarn", {"alpha": 0.5, "beta": 2.0}),
 }
 CURVE_FILE = "rope_scaling_curve.json"
-ROPE_SCALING_CURVE_SHA256 = "to be pinned"
+ROPE_SCALING_CURVE_SHA256 = (
+    "946e48595df7194bdf87905496be1ed1a0a51a86a6117e0ea07e9f24c90318f1"
+)
 
 
 def build_model(scheme: str, config: dict | None = None):
