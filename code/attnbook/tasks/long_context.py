@@ -241,6 +241,12 @@ def finetune_curve(
             f"length ({length}) is beyond the model's max_len "
             f"({model.max_len})"
         )
+    require_matrix_fits(
+        "the attention weights",
+        (model.num_layers, batch_size, model.num_heads, length, length),
+        torch.float32,
+        hint="use a smaller batch_size, or",
+    )
     with single_thread(), keep_global_rng():
         copy = build_model("rope")
         copy.load_state_dict(model.state_dict())
