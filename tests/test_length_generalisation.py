@@ -400,3 +400,13 @@ def test_the_curves_agree_with_the_shipped_fine_tunes():
         for n in ("64", "512"):
             assert abs(run["curve"][0][n] - scaled["as_trained"][n]) < 0.02
             assert abs(run["curve"][at_100][n] - scaled["finetuned"][n]) < 0.02
+
+
+def test_shipped_budget_runs_cover_both_seeds_and_every_length():
+    results = lab.budget_results()
+    assert results["recipe"]["steps"] == lab.BUDGET_STEPS
+    assert {r["seed"] for r in results["runs"]} == set(lab.SEEDS)
+    for run in results["runs"]:
+        assert run["scheme"] == "sinusoidal"
+        assert [int(n) for n in run["accuracy"]] == list(lab.LENGTHS)
+        assert all(0 <= a <= 1 for a in run["accuracy"].values())

@@ -80,6 +80,11 @@ CURVE_SCALINGS = {
     "YaRN, rescaled": ("yarn", {"alpha": 0.5, "beta": 2.0}),
 }
 CURVE_FILE = "rope_scaling_curve.json"
+BUDGET_FILE = "long_context_budget.json"
+BUDGET_STEPS = 4000  # the sinusoid with twice TRAINING_RECIPE's steps
+LONG_CONTEXT_BUDGET_SHA256 = (
+    "cd470de07da3ece5a699fbd87afa868c207cedb7deddfc60a1c25a7cb818eca4"
+)
 ROPE_SCALING_CURVE_SHA256 = (
     "946e48595df7194bdf87905496be1ed1a0a51a86a6117e0ea07e9f24c90318f1"
 )
@@ -404,6 +409,13 @@ def scaling_curve_results() -> dict:
     pinned SHA-256): accuracy at 64 and 512 and the layer-0 previous-token
     scores at every fine-tuning checkpoint, per seed and scaling."""
     return json.loads(read_pinned(CURVE_FILE, ROPE_SCALING_CURVE_SHA256))
+
+
+def budget_results() -> dict:
+    """The shipped ``data/long_context_budget.json`` of
+    ``python -m attnbook.train.long_context_budget`` (checked against its
+    pinned SHA-256): the sinusoid trained for ``BUDGET_STEPS`` steps."""
+    return json.loads(read_pinned(BUDGET_FILE, LONG_CONTEXT_BUDGET_SHA256))
 
 
 def pretrained_models() -> dict:
