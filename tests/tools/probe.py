@@ -1190,6 +1190,7 @@ fn(
     length=64,
 )
 fn("tasks.long_context.scaling_curve_results")
+fn("tasks.long_context.budget_results")
 WEIGHTS5 = lambda: torch.softmax(R(2, 3, 5, 5), dim=-1)  # noqa: E731
 fn("measure.head_scores.previous_token_score", weights=WEIGHTS5)
 fn("measure.head_scores.induction_score", weights=WEIGHTS5, period=2)
