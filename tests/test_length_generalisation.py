@@ -165,8 +165,9 @@ def _training_sequences(seed, steps):
 
 
 def test_evaluation_seeds_are_no_training_seed():
-    training = {seed + 1 for seed in lab.SEEDS}
-    finetune = {seed + 101 for seed in lab.SEEDS}
+    seeds = set(lab.SEEDS) | set(lab.CURVE_SEEDS)
+    training = {seed + 1 for seed in seeds}
+    finetune = {seed + 101 for seed in seeds}
     evaluation = {lab.EVAL_SEED + n for n in lab.LENGTHS}
     assert not evaluation & (training | finetune)
 
@@ -283,3 +284,129 @@ def test_bad_arguments_of_the_lab_are_named():
         rope_score_by_distance(rope_frequencies(8), torch.ones(2, 2))
     with pytest.raises(TypeError, match="frequencies"):
         rope_score_by_distance([1.0], torch.arange(3))
+
+
+# ----------------------------------------------- interventions and curves
+
+
+def test_clamp_scores_a_far_key_as_if_it_were_clamp_back():
+    # layer 0 sees token embeddings only: two equal tokens, one exactly
+    # 3 back and one 9 back, get the same weight under clamp = 3, and
+    # different weights without it
+    model = _model("rope")
+    tokens = torch.tensor([[5, 1, 2, 7, 4, 6, 5, 8, 9, 10, 3, 11, 12]])
+    i = 12
+    tokens[0, i - 9] = tokens[0, i - 3] = 5
+    _, clamped = model(tokens, return_weights=True, clamp=3)
+    _, plain = model(tokens, return_weights=True)
+    torch.testing.assert_close(clamped[0, 0, :, i, i - 9],
+                               clamped[0, 0, :, i, i - 3])  # fmt: skip
+    assert not torch.allclose(plain[0, 0, :, i, i - 9],
+                              plain[0, 0, :, i, i - 3])  # fmt: skip
+    # within the clamp nothing changes
+    torch.testing.assert_close(clamped[0, 0, :, i, i - 3:],
+                               plain[0, 0, :, i, i - 3:])  # fmt: skip
+    assert torch.equal(model(tokens, clamp=20), model(tokens))
+
+
+def test_score_scale_is_a_temperature():
+    # softmax(2 s) is softmax(s) squared and renormalised (no bias but
+    # the causal mask's 0 and -inf)
+    model = _model("nope")
+    tokens = torch.randint(16, (1, 10))
+    _, plain = model(tokens, return_weights=True)
+    _, sharp = model(tokens, return_weights=True, score_scale=2.0)
+    squared = plain[0] ** 2
+    torch.testing.assert_close(sharp[0], squared / squared.sum(-1, True))
+
+
+def test_clamp_and_score_scale_are_checked():
+    with pytest.raises(ValueError, match="clamp"):
+        _model("alibi")(torch.zeros(1, 4, dtype=torch.long), clamp=2)
+    with pytest.raises(ValueError, match="score_scale"):
+        _model("rope")(torch.zeros(1, 4, dtype=torch.long), score_scale=-1)
+
+
+def test_yarn_ramp_reaches_the_model():
+    model = _model("rope")
+    model.set_rope_scaling("yarn", 4.0, 16, alpha=0.5, beta=2.0)
+    expected = rope_frequencies(
+        8, 10000, "yarn", 4.0, original_context=16, alpha=0.5, beta=2.0
+    )
+    assert torch.equal(model.frequencies, expected)
+    model.set_rope_scaling("yarn", 4.0, 16)
+    assert not torch.equal(model.frequencies, expected)
+
+
+def test_a_curve_checkpoint_is_the_fine_tune_of_that_many_steps():
+    torch.manual_seed(0)
+    model = lab.build_model("rope").eval()
+    curve = lab.finetune_curve(model, "ntk", (0, 3), length=128)
+    assert [c["steps"] for c in curve] == [0, 3]
+    tuned = lab.finetune_rope(model, "ntk", steps=3, length=128)
+    assert curve[1]["128"] == lab.accuracy(tuned, 128, **lab.EVAL_BATCHES)
+    untouched = lab.finetune_rope(model, "ntk", steps=0, length=128)
+    assert curve[0]["64"] == lab.accuracy(untouched, 64, **lab.EVAL_BATCHES)
+    assert len(curve[0]["previous_token"]) == 4
+    with pytest.raises(ValueError, match="checkpoints"):
+        lab.finetune_curve(model, "ntk", (5, 3), length=128)
+
+
+def test_accuracy_by_period_uses_one_period():
+    class Oracle(torch.nn.Module):
+        # right exactly where token i + 1 repeats token i + 1 - 8
+        def forward(self, tokens):
+            guess = torch.roll(tokens, 7, dims=1)
+            return F.one_hot(guess, lab.TASK["vocab_size"]).float()
+
+    assert lab.accuracy(Oracle(), 64, batches=1, batch_size=4, period=8) == 1
+    assert lab.accuracy(Oracle(), 64, batches=1, batch_size=4, period=9) < 0.2
+    with pytest.raises(ValueError, match="period"):
+        lab.accuracy(Oracle(), 64, period=30)
+
+
+def test_shipped_curves_cover_every_seed_scaling_and_checkpoint():
+    results = lab.scaling_curve_results()
+    runs = {(r["seed"], r["scaling"]) for r in results["runs"]}
+    assert runs == {
+        (seed, name) for seed in lab.CURVE_SEEDS for name in lab.CURVE_SCALINGS
+    }
+    for run in results["runs"]:
+        assert [c["steps"] for c in run["curve"]] == list(
+            lab.CURVE_CHECKPOINTS
+        )
+        for point in run["curve"]:
+            assert 0 <= point["64"] <= 1 and 0 <= point["512"] <= 1
+            assert (
+                len(point["previous_token"]) == lab.MODEL_CONFIG["num_heads"]
+            )
+
+
+def test_the_curves_agree_with_the_shipped_fine_tunes():
+    # seed 0: the curve starts at the shipped model's accuracy, and its
+    # 100-step checkpoint is the 100-step fine-tune of the lab's results
+    curves = lab.scaling_curve_results()
+    shipped = next(
+        r
+        for r in lab.pretrained_results()["runs"]
+        if r["scheme"] == "rope" and r["seed"] == 0
+    )
+    names = {"none": "None", "PI": "linear", "NTK": "ntk", "YaRN": "yarn"}
+    at_100 = lab.CURVE_CHECKPOINTS.index(lab.FINETUNE_RECIPE["steps"])
+    for run in curves["runs"]:
+        if run["seed"] != 0 or run["scaling"] not in names:
+            continue
+        scaled = shipped["scaled"][names[run["scaling"]]]
+        for n in ("64", "512"):
+            assert abs(run["curve"][0][n] - scaled["as_trained"][n]) < 0.02
+            assert abs(run["curve"][at_100][n] - scaled["finetuned"][n]) < 0.02
+
+
+def test_shipped_budget_runs_cover_both_seeds_and_every_length():
+    results = lab.budget_results()
+    assert results["recipe"]["steps"] == lab.BUDGET_STEPS
+    assert {r["seed"] for r in results["runs"]} == set(lab.SEEDS)
+    for run in results["runs"]:
+        assert run["scheme"] == "sinusoidal"
+        assert [int(n) for n in run["accuracy"]] == list(lab.LENGTHS)
+        assert all(0 <= a <= 1 for a in run["accuracy"].values())

@@ -1178,6 +1178,35 @@ fn(
     original_context=16,
 )
 fn("core.long_context.yarn_attention_scale", factor=2.0)
+_ROPE_LAB = _cls("tasks.long_context.build_model", "rope")
+SPECS["attnbook.nn.position_schemes.PositionSchemeTransformer.forward"] = Spec(
+    lambda: (
+        _cls(
+            "nn.position_schemes.PositionSchemeTransformer",
+            "rope",
+            16,
+            8,
+            2,
+            1,
+            max_len=32,
+        )(),  # fmt: skip
+        {
+            "tokens": torch.tensor([[1, 2, 3, 4, 5, 6]]),
+            "clamp": 3,
+            "score_scale": 1.5,
+        },
+    )
+)
+fn("tasks.long_context.previous_token_scores", model=_ROPE_LAB, length=48)
+fn(
+    "tasks.long_context.finetune_curve",
+    model=_ROPE_LAB,
+    scaling="ntk",
+    checkpoints=(0, 1),
+    length=64,
+)
+fn("tasks.long_context.scaling_curve_results")
+fn("tasks.long_context.budget_results")
 WEIGHTS5 = lambda: torch.softmax(R(2, 3, 5, 5), dim=-1)  # noqa: E731
 fn("measure.head_scores.previous_token_score", weights=WEIGHTS5)
 fn("measure.head_scores.induction_score", weights=WEIGHTS5, period=2)

@@ -28,8 +28,20 @@ import math
 import torch
 from torch import nn
 
-from .._checks import require_ids, require_int, restores_rng_on_error
-from ..core.long_context import alibi_bias, rope_frequencies, rotate_pairs
+from .._checks import (
+    require_finite_number,
+    require_ids,
+    require_int,
+    require_matrix_fits,
+    restores_rng_on_error,
+)
+from ..core.long_context import (
+    YARN_ALPHA,
+    YARN_BETA,
+    alibi_bias,
+    rope_frequencies,
+    rotate_pairs,
+)
 from ..core.masking import causal_mask
 from ..core.positional import sinusoidal_encoding
 from .multihead import merge_heads, split_heads
@@ -106,11 +118,18 @@ class PositionSchemeTransformer(nn.Module):
         self.query_key_scale = 1.0
 
     def set_rope_scaling(
-        self, scaling=None, factor: float = 1.0, original_context=None
+        self,
+        scaling=None,
+        factor: float = 1.0,
+        original_context=None,
+        *,
+        alpha: float = YARN_ALPHA,
+        beta: float = YARN_BETA,
     ) -> None:
         """Use ``rope_frequencies(head_dim, rope_base, scaling, factor)``
         from now on ("yarn" also multiplies queries and keys by
-        ``yarn_attention_scale(factor)``). scaling=None restores RoPE."""
+        ``yarn_attention_scale(factor)``; alpha, beta: its ramp, by default
+        the paper's values for LLaMA). scaling=None restores RoPE."""
         from ..core.long_context import yarn_attention_scale
 
         if self.scheme != "rope":
@@ -119,7 +138,13 @@ class PositionSchemeTransformer(nn.Module):
                 f"{self.scheme!r}"
             )
         extra = (
-            {"original_context": original_context} if scaling == "yarn" else {}
+            {
+                "original_context": original_context,
+                "alpha": alpha,
+                "beta": beta,
+            }
+            if scaling == "yarn"
+            else {}
         )
         self.frequencies = rope_frequencies(
             self.head_dim, self.rope_base, scaling, factor, **extra
@@ -153,13 +178,19 @@ class PositionSchemeTransformer(nn.Module):
         tokens: torch.Tensor,
         return_weights: bool = False,
         window: int | None = None,
+        clamp: int | None = None,
+        score_scale: float = 1.0,
     ):
         """Logits (B, n, vocab_size); with return_weights also every
         layer's attention weights (num_layers, B, num_heads, n, n).
 
-        window: if given, every query sees only its last ``window`` keys
-        (itself included): an intervention that hides the far keys and
-        leaves every position where it is.
+        Three interventions, none of which changes a weight:
+        window: every query sees only its last ``window`` keys (itself
+        included): hides the far keys, leaves every position where it is.
+        clamp ("rope" only): every key stays visible, but a key more than
+        ``clamp`` back is turned as if it were exactly ``clamp`` back
+        (ReRoPE's rule): no rotation angle beyond clamp * theta_p.
+        score_scale: multiplies every score (a temperature 1/score_scale).
         """
         require_ids("tokens", tokens, self.vocab_size, dims=2)
         n = tokens.shape[1]
@@ -167,6 +198,19 @@ class PositionSchemeTransformer(nn.Module):
             raise ValueError(
                 f"tokens has {n} positions, more than max_len = {self.max_len}"
             )
+        require_finite_number("score_scale", score_scale, low=0.0, high=1e4)
+        require_matrix_fits(
+            "the attention weights",
+            (tokens.shape[0], self.num_heads, n, n),
+            torch.float32,
+            hint="use fewer sequences, or",
+        )
+        if clamp is not None:
+            require_int("clamp", clamp)
+            if self.scheme != "rope":
+                raise ValueError(
+                    f"clamp needs a 'rope' model, this one is {self.scheme!r}"
+                )
         x = self.embed(tokens)
         bias = self.score_bias(n, x.dtype)
         if window is not None:
@@ -181,14 +225,29 @@ class PositionSchemeTransformer(nn.Module):
                 for part in qkv(x).chunk(3, dim=-1)
             )  # each (B, h, n, d_k)
             if self.scheme == "rope":
-                q = rotate_pairs(q, positions, self.frequencies)
-                k = rotate_pairs(k, positions, self.frequencies)
-                q, k = q * self.query_key_scale, k * self.query_key_scale
-            scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
-            weights = torch.softmax(scores + bias, dim=-1)
+                scores = self._rope_scores(q, k, positions, clamp)
+            else:
+                scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
+            weights = torch.softmax(score_scale * scores + bias, dim=-1)
             x = x + out(merge_heads(weights @ v))
             all_weights.append(weights)
         logits = self.unembed(x)
         if return_weights:
             return logits, torch.stack(all_weights)
         return logits
+
+    def _rope_scores(self, q, k, positions, clamp):
+        """RoPE's scores (B, h, n, n); with clamp, a key more than clamp
+        back scores as if it were exactly clamp back."""
+        size, root = self.query_key_scale, math.sqrt(self.head_dim)
+        turned_q = rotate_pairs(q, positions, self.frequencies) * size
+        turned_k = rotate_pairs(k, positions, self.frequencies) * size
+        scores = turned_q @ turned_k.transpose(-2, -1) / root
+        if clamp is None:
+            return scores
+        # q turned by clamp, k not turned: the angle of distance clamp
+        at_clamp = torch.full_like(positions, clamp)
+        far_q = rotate_pairs(q, at_clamp, self.frequencies) * size
+        far_scores = far_q @ (k * size).transpose(-2, -1) / root
+        distance = positions[:, None] - positions
+        return torch.where(distance > clamp, far_scores, scores)

@@ -33,9 +33,12 @@ from .._checks import (
     keep_global_rng,
     require_dict_or_none,
     require_int,
+    require_int_in,
+    require_matrix_fits,
     require_training,
 )
 from .._weights import load_pinned, read_pinned
+from ..measure.head_scores import previous_token_score
 from ..measure.threads import single_thread
 from ..nn.position_schemes import SCHEMES, PositionSchemeTransformer
 from .induction import repeated_batch
@@ -63,6 +66,28 @@ EVAL_SEED = 1_000_000
 EVAL_BATCHES = {"batches": 4, "batch_size": 16}
 SCALINGS = (None, "linear", "ntk", "yarn")
 SCALED_LENGTHS = (64, 512)  # where the scaled RoPE models are evaluated
+CURVE_CHECKPOINTS = (0, 25, 50, 100, 250, 500)  # fine-tuning steps
+CURVE_SEEDS = (0, 1, 2)  # RoPE models trained with TRAINING_RECIPE
+# the scalings of the curve: name -> (scaling, YaRN's ramp if not the
+# paper's alpha = 1, beta = 32); "YaRN, rescaled" keeps pairs 0 and 1 of
+# our heads (10.2 and 3.2 turns over 64 positions), interpolates pairs 3-7
+# (< 0.5 turn) and ramps pair 2
+CURVE_SCALINGS = {
+    "none": (None, {}),
+    "PI": ("linear", {}),
+    "NTK": ("ntk", {}),
+    "YaRN": ("yarn", {}),
+    "YaRN, rescaled": ("yarn", {"alpha": 0.5, "beta": 2.0}),
+}
+CURVE_FILE = "rope_scaling_curve.json"
+BUDGET_FILE = "long_context_budget.json"
+BUDGET_STEPS = 4000  # the sinusoid with twice TRAINING_RECIPE's steps
+LONG_CONTEXT_BUDGET_SHA256 = (
+    "cd470de07da3ece5a699fbd87afa868c207cedb7deddfc60a1c25a7cb818eca4"
+)
+ROPE_SCALING_CURVE_SHA256 = (
+    "946e48595df7194bdf87905496be1ed1a0a51a86a6117e0ea07e9f24c90318f1"
+)
 
 
 def build_model(scheme: str, config: dict | None = None):
@@ -92,6 +117,11 @@ def _fit(model, steps, batch_size, lr, weight_decay, length, generator):
     optimizer = torch.optim.AdamW(
         model.parameters(), lr=lr, weight_decay=weight_decay
     )
+    return _steps(model, optimizer, steps, batch_size, length, generator)
+
+
+def _steps(model, optimizer, steps, batch_size, length, generator):
+    """``steps`` optimizer steps on lab batches; returns the losses."""
     model.train()
     losses = []
     for _ in range(steps):
@@ -167,14 +197,128 @@ def finetune_rope(
     return copy.eval()
 
 
-def scale(model, scaling, length: int) -> None:
+def scale(model, scaling, length: int, **ramp) -> None:
     """Set a "rope" model's scaling for ``length`` positions (None: plain
-    RoPE)."""
+    RoPE); ramp: YaRN's alpha and beta, if not the paper's."""
     factor = length / TASK["train_len"]
     if scaling is None:
         model.set_rope_scaling(None)
     else:
-        model.set_rope_scaling(scaling, factor, TASK["train_len"])
+        model.set_rope_scaling(scaling, factor, TASK["train_len"], **ramp)
+
+
+def finetune_curve(
+    model,
+    scaling,
+    checkpoints=CURVE_CHECKPOINTS,
+    seed: int = 0,
+    ramp: dict | None = None,
+    batch_size: int = 4,
+    lr: float = 1e-3,
+    length: int = 512,
+) -> list:
+    """Accuracy at 64 and at ``length`` while a copy of a trained "rope"
+    model with ``scaling`` (YaRN's alpha, beta in ramp) is fine-tuned at
+    ``length`` positions: one AdamW run, evaluated after each number of
+    steps in checkpoints (0 included: the scaling alone). The same batches
+    and constant learning rate as ``finetune_rope``, so the checkpoint at
+    100 steps is its 100-step fine-tune. Returns [{"steps", "64",
+    str(length)}]."""
+    ramp = require_dict_or_none("ramp", ramp)
+    require_training(seed=seed, batch_size=batch_size, lr=lr)
+    require_int("length", length, minimum=TASK["train_len"])
+    if (
+        not isinstance(checkpoints, (list, tuple))
+        or not checkpoints
+        or any(
+            isinstance(c, bool) or not isinstance(c, int) for c in checkpoints
+        )
+        or list(checkpoints) != sorted(set(checkpoints))
+        or checkpoints[0] < 0
+    ):
+        raise ValueError(
+            "checkpoints must be a rising list of ints >= 0, got "
+            f"{checkpoints!r:.60}"
+        )
+    _require_lab_model("model", model, "rope")
+    if length > model.max_len:
+        raise ValueError(
+            f"length ({length}) is beyond the model's max_len "
+            f"({model.max_len})"
+        )
+    require_matrix_fits(
+        "the attention weights",
+        (model.num_layers, batch_size, model.num_heads, length, length),
+        torch.float32,
+        hint="use a smaller batch_size, or",
+    )
+    with single_thread(), keep_global_rng():
+        copy = build_model("rope")
+        copy.load_state_dict(model.state_dict())
+        scale(copy, scaling, length, **ramp)
+        optimizer = torch.optim.AdamW(
+            copy.parameters(), lr=lr, weight_decay=0.0
+        )
+        generator = torch.Generator().manual_seed(seed + 101)
+        curve, done = [], 0
+        for steps in checkpoints:
+            _steps(
+                copy, optimizer, steps - done, batch_size, length, generator
+            )
+            done = steps
+            copy.eval()
+            curve.append(
+                {
+                    "steps": steps,
+                    **{
+                        str(n): accuracy(copy, n, **EVAL_BATCHES)
+                        for n in (TASK["train_len"], length)
+                    },
+                    "previous_token": previous_token_scores(copy).tolist(),
+                }
+            )
+    return curve
+
+
+@torch.no_grad()
+def previous_token_scores(model, length: int = 64, batch_size: int = 16):
+    """``previous_token_score`` of every layer-0 head, shape (num_heads,),
+    float64: mean over the first evaluation batch at ``length``."""
+    _require_lab_model("model", model)
+    require_int("length", length, minimum=2 * TASK["period"][1])
+    require_int("batch_size", batch_size)
+    if length > model.max_len:
+        raise ValueError(
+            f"length ({length}) is beyond the model's max_len "
+            f"({model.max_len})"
+        )
+    require_matrix_fits(
+        "the attention weights",
+        (model.num_layers, batch_size, model.num_heads, length, length),
+        torch.float32,
+        hint="use a smaller batch_size, or",
+    )
+    tokens, _ = lab_batch(batch_size, length, eval_generator(length))
+    with single_thread():
+        _, weights = model(tokens, return_weights=True)
+    return previous_token_score(weights[0].double()).mean(dim=0)
+
+
+def _require_lab_model(name, model, scheme=None) -> None:
+    """A ``PositionSchemeTransformer`` (with ``scheme``, if given)."""
+    if not isinstance(model, PositionSchemeTransformer) or (
+        scheme is not None and model.scheme != scheme
+    ):
+        wanted = f"a {scheme!r} " if scheme else "a "
+        raise ValueError(
+            f"{name} must be {wanted}PositionSchemeTransformer, got "
+            f"{type(model).__name__}"
+            + (
+                f" with scheme {model.scheme!r}"
+                if scheme and isinstance(model, PositionSchemeTransformer)
+                else ""
+            )
+        )
 
 
 def eval_generator(length: int) -> torch.Generator:
@@ -183,17 +327,25 @@ def eval_generator(length: int) -> torch.Generator:
 
 
 @torch.no_grad()
-def accuracy(model, length: int, batches=4, batch_size=16) -> float:
+def accuracy(
+    model, length: int, batches=4, batch_size=16, period: int | None = None
+) -> float:
     """The fraction of predictable tokens whose most likely prediction is
-    right, on the evaluation batches at ``length`` positions."""
+    right, on the evaluation batches at ``length`` positions; period: one
+    repeat period P for every sequence instead of the task's range."""
     require_int("length", length, minimum=2 * TASK["period"][1])
     require_int("batches", batches)
     require_int("batch_size", batch_size)
+    if period is not None:
+        require_int_in("period", period, *TASK["period"])
+    periods = TASK["period"] if period is None else period
     generator = eval_generator(length)
     right = total = 0
     with single_thread():
         for _ in range(batches):
-            tokens, predictable = lab_batch(batch_size, length, generator)
+            tokens, predictable = repeated_batch(
+                batch_size, periods, length, TASK["vocab_size"], generator
+            )
             guess = model(tokens)[:, :-1].argmax(-1)
             keep = predictable[:, 1:]
             right += int((guess == tokens[:, 1:])[keep].sum())
@@ -249,6 +401,21 @@ def pretrained_results() -> dict:
     """The shipped ``data/long_context.json`` (checked against its pinned
     SHA-256): recipe, seeds, lengths and every accuracy."""
     return json.loads(read_pinned(RESULTS_FILE, LONG_CONTEXT_SHA256))
+
+
+def scaling_curve_results() -> dict:
+    """The shipped ``data/rope_scaling_curve.json`` of
+    ``python -m attnbook.train.rope_scaling_curve`` (checked against its
+    pinned SHA-256): accuracy at 64 and 512 and the layer-0 previous-token
+    scores at every fine-tuning checkpoint, per seed and scaling."""
+    return json.loads(read_pinned(CURVE_FILE, ROPE_SCALING_CURVE_SHA256))
+
+
+def budget_results() -> dict:
+    """The shipped ``data/long_context_budget.json`` of
+    ``python -m attnbook.train.long_context_budget`` (checked against its
+    pinned SHA-256): the sinusoid trained for ``BUDGET_STEPS`` steps."""
+    return json.loads(read_pinned(BUDGET_FILE, LONG_CONTEXT_BUDGET_SHA256))
 
 
 def pretrained_models() -> dict:
