@@ -241,17 +241,7 @@ def finetune_curve(
             f"{checkpoints!r:.60}"
         )
     _require_lab_model("model", model, "rope")
-    if length > model.max_len:
-        raise ValueError(
-            f"length ({length}) is beyond the model's max_len "
-            f"({model.max_len})"
-        )
-    require_matrix_fits(
-        "the attention weights",
-        (model.num_layers, batch_size, model.num_heads, length, length),
-        torch.float32,
-        hint="use a smaller batch_size, or",
-    )
+    _require_weights_fit(model, length, batch_size)
     with single_thread(), keep_global_rng():
         copy = build_model("rope")
         copy.load_state_dict(model.state_dict())
@@ -287,17 +277,7 @@ def previous_token_scores(model, length: int = 64, batch_size: int = 16):
     _require_lab_model("model", model)
     require_int("length", length, minimum=2 * TASK["period"][1])
     require_int("batch_size", batch_size)
-    if length > model.max_len:
-        raise ValueError(
-            f"length ({length}) is beyond the model's max_len "
-            f"({model.max_len})"
-        )
-    require_matrix_fits(
-        "the attention weights",
-        (model.num_layers, batch_size, model.num_heads, length, length),
-        torch.float32,
-        hint="use a smaller batch_size, or",
-    )
+    _require_weights_fit(model, length, batch_size)
     tokens, _ = lab_batch(batch_size, length, eval_generator(length))
     with single_thread():
         _, weights = model(tokens, return_weights=True)
@@ -435,3 +415,20 @@ def pretrained_models() -> dict:
 def log_chance() -> float:
     """ln(vocab_size), the loss of a uniform guess in nats."""
     return math.log(TASK["vocab_size"])
+
+
+def _require_weights_fit(model, length: int, batch_size: int) -> None:
+    """``length`` within the model's max_len, and the attention weights of
+    a batch, (layers, batch_size, heads, length, length), within the memory
+    limit (``ValueError`` otherwise)."""
+    if length > model.max_len:
+        raise ValueError(
+            f"length ({length}) is beyond the model's max_len "
+            f"({model.max_len})"
+        )
+    require_matrix_fits(
+        "the attention weights",
+        (model.num_layers, batch_size, model.num_heads, length, length),
+        torch.float32,
+        hint="use a smaller batch_size, or",
+    )
