@@ -141,6 +141,20 @@ SKIP = {
     # trains one recall-lab model for 300 steps (20 s); its parts
     # are probed: train_recall, recall_accuracy
     "attnbook.tasks.recall.run_model": "20 s per call",
+    # trains one card model with the book's recipe (600 steps of 128 hands)
+    # and scores it once per head; its parts are probed: train_card_lookup,
+    # lookup_report, without_heads
+    "attnbook.experiments.head_count.run_head_count": "minutes per call",
+    # trains one position scheme with the book's recipe (2,000 steps) and,
+    # for RoPE, fine-tunes each scaling; its parts are probed: train_scheme,
+    # finetune_rope, accuracy_by_length
+    "attnbook.tasks.long_context.run_scheme": "minutes per call",
+    # re-evaluates the shipped models at every length (its parts are
+    # probed: accuracy, pretrained_models)
+    "attnbook.train.long_context.check": "a minute per call",
+    # a script's command line (argv parsing, training, writing a file), as
+    # the train.*.main scripts: its parts are probed (train_sorter, evaluate)
+    "attnbook.train.sorter.train_and_save": "a script's command line",
 }
 
 
@@ -281,6 +295,16 @@ def _loaded(what: str):
 
         return load_pinned(
             bpe_lm.BPE_LANGUAGE_MODEL_FILE, bpe_lm.BPE_LANGUAGE_MODEL_SHA256
+        )
+    if what == "induction":
+        from attnbook.tasks.induction import pretrained_induction_models
+
+        return pretrained_induction_models()
+    if what == "induction_saved":
+        from attnbook.tasks import induction
+
+        return load_pinned(
+            induction.INDUCTION_FILE, induction.INDUCTION_SHA256
         )
     if what == "oc_saved":
         return load_pinned(
@@ -1746,6 +1770,14 @@ VIEWS = {
         {"lm": lambda: shipped("language_model")},
     ),
     "recall": ("recall", {}),
+    "induction": (
+        "induction_training",
+        {
+            "models": lambda: shipped("induction")[0],
+            "history": lambda: shipped("induction")[1],
+        },
+    ),
+    "long_context": ("rope_scaling", {}),
     "transformer": (
         "cls_attention",
         {"model": lambda: shipped("order_classifier")},
@@ -1958,6 +1990,525 @@ fn(
     ][0],
     num_keys=64,
 )
+
+
+# issue 36: a valid call for every public function left without one
+fn(
+    "core.long_context.rotate_pairs",
+    x=lambda: R(2, 5, 8),
+    positions=lambda: torch.arange(5),
+    frequencies=lambda: torch.rand(4),
+)
+fn(
+    "core.long_context.rope_score_by_distance",
+    frequencies=lambda: torch.rand(4),
+    distances=lambda: torch.arange(5.0),
+)
+fn("core.long_context.t5_buckets", distances=lambda: torch.arange(6))
+fn("core.masking.positions_in_use", mask=QKV["mask"])
+fn("core.masking.zero_unused", x=lambda: R(2, 5, 8), used=lambda: keep(2, 5))
+
+
+@lazy
+def _ax():
+    import matplotlib.figure
+
+    return matplotlib.figure.Figure().add_subplot()
+
+
+@lazy
+def _log_ax():
+    ax = _ax()
+    ax.loglog([1.0, 300.0], [1.0, 300.0])
+    return ax
+
+
+fn(
+    "display.diagrams.weight_line",
+    ax=_ax,
+    start=(0.0, 0.0),
+    end=(1.0, 1.0),
+    weight=0.5,
+)
+fn("display.figures.label_log_axis", ax=_log_ax)
+fn(
+    "display.head_sweep.draw_head_sweep",
+    table=lambda: resolve("attnbook.experiments.head_count.sweep_table")(
+        resolve("attnbook.experiments.head_count.head_sweep_results")()
+    ),
+)
+fn(
+    "display.layer_times.plot_layer_times",
+    lengths=[8, 16, 32],
+    times={"attention": [1e-3, 2e-3, 4e-3], "rnn": [2e-3, 4e-3, 8e-3]},
+)
+fn("display.long_context.draw_rope_turns", head_dim=8, trained=16, longest=64)
+fn(
+    "display.rotary.draw_rotated_pairs",
+    vector=lambda: R(4),
+    panels=[(0, range(3)), (1, range(3))],
+)
+method(
+    "experiments.hard_training.QuerySelector.scores",
+    lambda: resolve("attnbook.experiments.hard_training.QuerySelector")(4).to(
+        torch.float64
+    ),
+    items=ITEMS["items"],
+)
+fn(
+    "experiments.head_circuits.head_matrices",
+    layer=MHA,
+    head=1,
+)
+fn(
+    "experiments.head_circuits.qk_circuit",
+    layer=MHA,
+    head=1,
+    query_inputs=lambda: R(3, 8),
+    key_inputs=lambda: R(5, 8),
+)
+fn(
+    "experiments.head_circuits.ov_circuit",
+    layer=MHA,
+    head=1,
+    inputs=lambda: R(3, 8),
+    unembed=lambda: R(10, 8),
+)
+fn(
+    "experiments.head_circuits.language_model_forward",
+    model=LM,
+    tokens=TOKENS,
+)
+
+
+@lazy
+def _causal_weights():
+    scores = R(2, 5, 5).masked_fill(
+        ~torch.ones(5, 5, dtype=torch.bool).tril(), -float("inf")
+    )
+    return scores.softmax(-1)
+
+
+fn(
+    "experiments.head_circuits.shuffle_keys",
+    weights=_causal_weights,
+    generator=lambda: G(),
+)
+fn("experiments.head_circuits.uniform_causal_weights", n=5)
+fn("experiments.head_circuits.first_key_mass", weights=_causal_weights)
+AOT_SIZES = dict(
+    vocab_size=16, context_len=12, embed_dim=8, num_heads=2, num_layers=2
+)
+AOT = _cls("nn.attention_only.AttentionOnlyTransformer", *AOT_SIZES.values())
+fn(
+    "experiments.head_circuits.induction_model_scores",
+    model=AOT,
+    period=3,
+    batch_size=2,
+)
+fn("experiments.head_circuits.key_heads", model=AOT, period=3, batch_size=2)
+fn(
+    "experiments.head_count.sweep_json",
+    records=[{"num_heads": 1, "seed": 0, "digit_accuracy": 0.5}],
+)
+fn(
+    "experiments.head_count.sweep_table",
+    results=lambda: resolve(
+        "attnbook.experiments.head_count.head_sweep_results"
+    )(),
+)
+fn("experiments.luong_bahdanau.build_decoder", name="luong", seed=0)
+fn(
+    "experiments.luong_bahdanau.training_targets",
+    seed=0,
+    steps=2,
+    batch_size=2,
+)
+fn(
+    "experiments.luong_bahdanau.unseen_dates",
+    size=3,
+    seed=0,
+    seen={"1999-05-03"},
+)
+LB_MODEL = lambda: resolve(  # noqa: E731
+    "attnbook.experiments.luong_bahdanau.build_decoder"
+)("luong", 0).eval()
+LB_PAIRS = (["3 May 1999", "1999-5-3"], ["1999-05-03", "1999-05-03"])
+fn(
+    "experiments.luong_bahdanau.exact_match",
+    model=LB_MODEL,
+    sources=LB_PAIRS[0],
+    targets=LB_PAIRS[1],
+)
+LB_RECIPE = {
+    "steps": 2,
+    "batch_size": 2,
+    "lr": 3e-3,
+    "seeds": (0,),
+    "eval_every": 1,
+    "eval_size": 2,
+    "eval_seed": 4242,
+}
+fn(
+    "experiments.luong_bahdanau.run",
+    name="bahdanau",
+    seed=0,
+    held_out=LB_PAIRS,
+    recipe=LB_RECIPE,
+)
+fn(
+    "experiments.luong_bahdanau.results_json",
+    records=[{"name": "luong", "final_loss": 1.23456, "exact_match": [0.5]}],
+    recipe=LB_RECIPE,
+)
+fn(
+    "experiments.norm_placement.gradient_norms_at_init",
+    placement="pre-LN",
+    num_layers=2,
+    batch_size=4,
+)
+fn(
+    "experiments.norm_placement.format_table",
+    results=lambda: resolve(
+        "attnbook.experiments.norm_placement.load_comparison"
+    )(),
+)
+fn("measure.intervention.swap_character", text="3 May 1999", position=0)
+fn(
+    "measure.intervention.attention_intervention",
+    translator=lambda: shipped("date_translator"),
+    texts=["3 May 1999", "1999-5-3"],
+    rows=[0, 5],
+)
+fn("nn.attention_only.AttentionOnlyTransformer", **AOT_SIZES)
+method(
+    "nn.attention_only.AttentionOnlyTransformer.forward",
+    AOT,
+    tokens=lambda: torch.randint(0, 16, (2, 6)),
+    return_weights=True,
+    ablate=[(0, 1)],
+)
+fn("nn.beam_search.beam_search", model=EDT, **SRC, beam_width=2, max_len=4)
+fn(
+    "nn.beam_search.sequence_log_probs",
+    model=EDT,
+    **SRC,
+    tokens=TGT,
+)
+
+
+def _hull():
+    from attnbook.tasks.convex_hull import hull_batch
+
+    return hull_batch(2, 6, G())
+
+
+fn(
+    "nn.hull_pointer.closing_keep_mask",
+    target=lambda: _hull()[1],
+    n=6,
+)
+HULL = _cls("nn.hull_pointer.HullPointerNetwork", 8)
+for _name in ("teacher_forced_scores", "loss"):
+    method(
+        "nn.hull_pointer.HullPointerNetwork." + _name,
+        HULL,
+        points=lambda: _hull()[0],
+        target=lambda: _hull()[1],
+    )
+method(
+    "nn.hull_pointer.HullPointerNetwork.decode",
+    HULL,
+    points=lambda: _hull()[0],
+)
+fn("nn.luong.LuongSeq2Seq", **S2S_SIZES)
+method(
+    "nn.luong.LuongSeq2Seq.step",
+    _cls("nn.luong.LuongSeq2Seq", *S2S_SIZES.values()),
+    prev_tokens=lambda: torch.randint(3, 9, (2,)),
+    **STATES,
+)
+fn(
+    "nn.pointer.add_pointer_layers",
+    _mutable=("module",),
+    module=lambda: torch.nn.Module(),
+    input_dim=1,
+    hidden_dim=8,
+)
+method(
+    "nn.pointer.PositionClassifier.pointer_scores",
+    _cls("nn.pointer.PositionClassifier", 8, 5),
+    decoder_states=lambda: R(2, 5, 8),
+    encoder_states=lambda: R(2, 5, 8),
+)
+PST = _cls(
+    "nn.position_schemes.PositionSchemeTransformer",
+    "alibi",
+    16,
+    8,
+    2,
+    1,
+    max_len=32,
+)
+fn(
+    "nn.position_schemes.PositionSchemeTransformer",
+    scheme="rope",
+    vocab_size=16,
+    embed_dim=8,
+    num_heads=2,
+    num_layers=1,
+    max_len=32,
+)
+method(
+    "nn.position_schemes.PositionSchemeTransformer.set_rope_scaling",
+    _cls(
+        "nn.position_schemes.PositionSchemeTransformer",
+        "rope",
+        16,
+        8,
+        2,
+        1,
+        max_len=32,
+    ),
+    scaling="yarn",
+    factor=2.0,
+    original_context=16,
+)
+method(
+    "nn.position_schemes.PositionSchemeTransformer.embed",
+    _cls(
+        "nn.position_schemes.PositionSchemeTransformer",
+        "sinusoidal",
+        16,
+        8,
+        2,
+        1,
+        max_len=32,
+    ),
+    tokens=lambda: torch.randint(0, 16, (2, 6)),
+)
+method(
+    "nn.position_schemes.PositionSchemeTransformer.score_bias",
+    PST,
+    n=5,
+    dtype=torch.float32,
+)
+fn(
+    "experiments.hard_training.run_sweep",
+    recipe={
+        "methods": ["soft", "reinforce"],
+        "lrs": [0.1],
+        "seeds": [0],
+        "level": 0.8,
+        "train": {"steps": 2, "batch_size": 2, "n_items": 5, "dim": 4},
+    },
+)
+fn(
+    "tasks.card_lookup.without_heads",
+    model=_cls("tasks.card_lookup.CardLookup", 2, 8),
+    heads=[0],
+)
+fn(
+    "tasks.convex_hull.hull_order",
+    points=[(0.0, 0.0), (1.0, 0.0), (0.2, 0.3), (0.0, 1.0), (1.0, 1.0)],
+)
+fn("tasks.convex_hull.hull_batch", batch_size=2, n=6, generator=lambda: G())
+fn("tasks.convex_hull.hull_accuracy", model=HULL, n=5, num_sets=4)
+fn("tasks.convex_hull.save_hull_pointer", model=HULL, path="hull.pt")
+
+
+@lazy
+def _saved_hull():
+    from attnbook.tasks.convex_hull import save_hull_pointer
+
+    save_hull_pointer(HULL(), "saved_hull.pt", {"note": "probe"})
+    return "saved_hull.pt"
+
+
+fn("tasks.convex_hull.load_hull_pointer", path=_saved_hull)
+fn(
+    "tasks.convex_hull.train_hull_pointer",
+    hidden_dim=8,
+    steps=1,
+    batch_size=2,
+    min_len=4,
+    max_len=5,
+)
+method(
+    "tasks.date_transformer.DateTransformer.translate_beam",
+    lambda: shipped("date_transformer"),
+    strings=["3 May 1999", "1999-5-3"],
+    beam_width=2,
+)
+
+
+def _repeated():
+    from attnbook.tasks.induction import repeated_batch
+
+    return repeated_batch(2, 3, 8, 10, G())
+
+
+fn(
+    "tasks.induction.repeated_batch",
+    batch_size=2,
+    period=3,
+    seq_len=8,
+    vocab_size=10,
+    generator=lambda: G(),
+)
+fn(
+    "tasks.induction.predictable_loss",
+    logits=lambda: R(2, 8, 10),
+    tokens=lambda: _repeated()[0],
+    predictable=lambda: _repeated()[1],
+)
+SMALL_AOT = {"embed_dim": 8, "num_heads": 2}
+fn(
+    "tasks.induction.build_model",
+    num_layers=1,
+    task=lambda: dict(resolve("attnbook.tasks.induction.TASK")),
+    config=SMALL_AOT,
+)
+INDUCTION_AOT = lambda: resolve("attnbook.tasks.induction.build_model")(  # noqa: E731
+    2, resolve("attnbook.tasks.induction.TASK"), SMALL_AOT
+).eval()
+fn("tasks.induction.evaluate", model=INDUCTION_AOT, batches=1, batch_size=2)
+fn("tasks.induction.models_from", saved=lambda: shipped("induction_saved"))
+fn(
+    "tasks.induction.train_induction",
+    num_layers=1,
+    steps=1,
+    batch_size=2,
+    config=SMALL_AOT,
+)
+SMALL_PST = {"embed_dim": 8, "num_heads": 2, "num_layers": 1}
+fn("tasks.long_context.build_model", scheme="alibi", config=SMALL_PST)
+
+
+def _lab():
+    from attnbook.tasks.long_context import lab_batch
+
+    return lab_batch(2, 48, G())
+
+
+fn(
+    "tasks.long_context.lab_batch",
+    batch_size=2,
+    length=48,
+    generator=lambda: G(),
+)
+fn(
+    "tasks.long_context.lookup_loss",
+    logits=lambda: R(2, 48, 64),
+    tokens=lambda: _lab()[0],
+    predictable=lambda: _lab()[1],
+)
+fn(
+    "tasks.long_context.train_scheme",
+    scheme="alibi",
+    steps=1,
+    batch_size=2,
+    config=SMALL_PST,
+)
+SMALL_ROPE = _cls("tasks.long_context.build_model", "rope", SMALL_PST)
+fn(
+    "tasks.long_context.finetune_rope",  # the lab's size: it copies into one
+    model=_ROPE_LAB,
+    scaling="ntk",
+    steps=1,
+    batch_size=2,
+    length=128,
+)
+fn(
+    "tasks.long_context.scale",
+    model=SMALL_ROPE,
+    scaling="yarn",
+    length=128,
+)
+fn("tasks.long_context.eval_generator", length=64)
+fn(
+    "tasks.long_context.accuracy",
+    model=SMALL_ROPE,
+    length=64,
+    batches=1,
+    batch_size=2,
+)
+fn(
+    "tasks.long_context.accuracy_by_length",
+    model=SMALL_ROPE,
+    lengths=(64, 96),
+)
+fn(
+    "tasks.order_classifier.training_sequences",
+    steps=2,
+    batch_size=2,
+    seed=0,
+    max_len=6,
+)
+fn(
+    "tasks.order_classifier.held_out_batch",
+    batch_size=2,
+    exclude=lambda: {(1, 2, 3)},
+    max_len=6,
+    generator=lambda: G(),
+)
+fn("tasks.order_classifier.without_heads", model=CLS, heads=[(0, 1)])
+IT = "the trophy did not fit in the suitcase because it was too big"
+fn(
+    "tasks.referent.sentence",
+    thing="trophy",
+    container="suitcase",
+    adjective="big",
+    colours=("red", None),
+)
+fn("tasks.referent.referent", sentence_text=IT)
+fn("tasks.referent.sentences_of", pairs=[("trophy", "suitcase")])
+IT_SENTENCES = [
+    IT,
+    "the red box did not fit in the tin because it was too small",
+]
+fn("tasks.referent.encode", sentences=IT_SENTENCES)
+REFERENT = _cls("tasks.referent.ReferentModel", 8)
+method(
+    "tasks.referent.ReferentModel.forward",
+    REFERENT,
+    ids=lambda: resolve("attnbook.tasks.referent.encode")(IT_SENTENCES)[0],
+    it_index=lambda: resolve("attnbook.tasks.referent.encode")(IT_SENTENCES)[
+        1
+    ],
+)
+fn("tasks.referent.accuracy", model=REFERENT, sentences=IT_SENTENCES)
+fn("tasks.referent.it_rows", model=REFERENT, sentence_text=IT)
+
+
+def _sorting_batches(batch_size, n, generator):
+    from attnbook.tasks.sorting import sorting_batch
+
+    return sorting_batch(batch_size, n, generator)
+
+
+fn(
+    "tasks.sorting.teacher_forced_training",
+    _mutable=("model",),
+    model=_cls("nn.pointer.PointerNetwork", 8),
+    draw_batch=_sorting_batches,
+    generator=lambda: G(),
+    steps=1,
+    batch_size=2,
+    lengths=(3, 4),
+    lr=1e-3,
+    final_lr=1e-4,
+)
+fn(
+    "train.date_transformer.held_out_accuracy",
+    translator=lambda: shipped("date_transformer"),
+    pairs=LB_PAIRS,
+)
+fn("train.date_transformer.held_out_date_pairs", size=4)
+fn("train.hull_pointer.evaluate", model=HULL)
+fn("train.induction.report", two_layer=INDUCTION_AOT, one_layer=INDUCTION_AOT)
+# seed 0: the shipped model (any other seed trains one for minutes)
+fn("train.rope_scaling_curve.rope_model", seed=0)
 
 
 def valid_call(target: str):
