@@ -24,8 +24,13 @@ book: $(VENV_STAMP) $(WIDGETS_JS) $(BOOK_PDF)
 	$(BIN)/jupyter-book build -W -n --keep-going .
 	@echo "The book: $(CURDIR)/$(BOOK_INDEX)"
 
+# In parallel, one worker per core (at most 8), each on one thread; a file stays
+# on one worker (a chapter's cells share a kernel), the longest files first
+# (tests/conftest.py). TEST_WORKERS=0 runs everything in this process.
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); echo $$((n > 8 ? 8 : n)))
 test: $(VENV_STAMP) $(BOOK_INDEX) $(BOOK_PDF) lint
-	$(PY) -m pytest --durations=12
+	OMP_NUM_THREADS=1 $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile \
+	  --no-loadscope-reorder --durations=12 --junitxml=_build/pytest.xml
 
 # The package, the tests and the chapters' code cells: formatted by ruff at 79 columns
 # (pyproject.toml), and clean under its checks.

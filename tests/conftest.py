@@ -114,3 +114,25 @@ def venv_bin(name: str) -> str:
     """A command from the environment running the tests (the book's .venv)."""
     candidate = Path(sys.executable).with_name(name)
     return str(candidate) if candidate.exists() else shutil.which(name)
+
+
+def _schedule_rank(item) -> int:
+    """Longest first, so that `make test`'s parallel workers finish together.
+
+    The JupyterLab test (every chapter run again in a real Lab) is the suite's
+    longest file, the browser tests next, then the chapters under nbval, then
+    the unit tests.
+    """
+    path = Path(str(item.fspath))
+    if path.name == "test_lab.py":
+        return 0
+    if path.name.startswith(("test_browser", "test_pdf")):
+        return 1
+    if path.suffix == ".ipynb":
+        return 2
+    return 3
+
+
+def pytest_collection_modifyitems(config, items):
+    # sorted() is stable: within a file the tests keep their order.
+    items[:] = sorted(items, key=_schedule_rank)

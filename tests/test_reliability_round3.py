@@ -173,7 +173,9 @@ def test_source_002_module_refuses_a_bad_dropout(dropout):
 
 
 @pytest.mark.parametrize(
-    "x", [None, torch.randn(80), torch.randn(10, 2, 0)], ids=str
+    "x",
+    [None, torch.randn(80), torch.randn(10, 2, 0)],
+    ids=["None", "shape (80,)", "shape (10, 2, 0)"],
 )
 def test_source_002_forward_refuses_what_it_cannot_add(x):
     module = Source002PositionalEncoding(8)
