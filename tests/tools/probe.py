@@ -2005,8 +2005,6 @@ fn(
     distances=lambda: torch.arange(5.0),
 )
 fn("core.long_context.t5_buckets", distances=lambda: torch.arange(6))
-fn("core.masking.positions_in_use", mask=QKV["mask"])
-fn("core.masking.zero_unused", x=lambda: R(2, 5, 8), used=lambda: keep(2, 5))
 
 
 @lazy

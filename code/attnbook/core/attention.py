@@ -5,7 +5,8 @@ distribution; hard attention returns one value, picked by argmax or sampled.
 
 ``attention`` and ``attention_weights`` read as the idea: check the inputs,
 take the masked softmax of the scores, average the values. The rare cases live
-in the private helpers below them:
+in the private helpers below them, and NaN or inf under the mask in
+``core/_nonfinite.py``, which every attention function of the package shares:
 
 - half precision: float16/bfloat16 inputs are scored and normalised in
   float32, as PyTorch does;
@@ -16,8 +17,6 @@ in the private helpers below them:
 - garbage under the mask: a masked key or value that holds NaN or inf never
   reaches an output or a gradient.
 """
-
-import math
 
 import torch
 
@@ -35,9 +34,17 @@ from .._checks import (
     require_sequences,
     require_tensor,
 )
+from ._nonfinite import (
+    DOT_PRODUCT_SCORES,
+    drop_masked_garbage,
+    drop_unmatched_garbage,
+    scores_surely_finite,
+    scores_with_partly_masked_garbage,
+    weighted_values,
+)
 from .masking import _masked_softmax
 from .sampling import draw_categorical
-from .scoring import AdditiveScore, BilinearScore, dot_score, scaled_dot_score
+from .scoring import AdditiveScore, BilinearScore, scaled_dot_score
 
 HARD_MODES = ("argmax", "sample")
 
@@ -168,16 +175,16 @@ def _attention_weights(queries, keys, score, mask) -> torch.Tensor:
 
 def _weighted_average(weights, values, mask) -> torch.Tensor:
     """Step 2, ``weights @ values`` in the dtype of the weights; a NaN or inf
-    value under a weight of exactly 0 adds nothing (``_weighted_values``)."""
+    value under a weight of exactly 0 adds nothing (``weighted_values``)."""
     values = values.to(weights.dtype)
-    return _weighted_values(weights, values, mask is not None)
+    return weighted_values(weights, values, mask is not None)
 
 
 # Scoring functions that always return a tensor they have just allocated: only
 # their output may be overwritten by the softmax. A user's callable may return
 # a tensor the caller owns (a precomputed matrix, a parameter, a view of the
 # queries): never touched.
-_FRESH_SCORE_FUNCTIONS = (scaled_dot_score, dot_score)
+_FRESH_SCORE_FUNCTIONS = DOT_PRODUCT_SCORES
 _FRESH_SCORE_MODULES = (AdditiveScore, BilinearScore)
 
 
@@ -188,18 +195,18 @@ def _scores(queries, keys, score, mask):
     finite: they are proved finite without a pass over the n_q x n_k matrix.
     Keys holding NaN or inf under the mask are kept out (see the helpers).
     """
-    keys = _drop_masked_garbage(keys, mask)
-    queries = _drop_unmatched_garbage(queries, mask)
+    keys = drop_masked_garbage(keys, mask)
+    queries = drop_unmatched_garbage(queries, mask)
     if (
         mask is not None
         and score in _FRESH_SCORE_FUNCTIONS
         and not all_finite(keys)
     ):
-        scores = _scores_with_partly_masked_garbage(queries, keys, score, mask)
+        scores = scores_with_partly_masked_garbage(queries, keys, score, mask)
         owned = True
     else:
         scores, owned = _compute_scores(queries, keys, score)
-    finite = _scores_surely_finite(queries, keys, score, scores.dtype)
+    finite = scores_surely_finite(queries, keys, score, scores.dtype)
     return scores, owned, finite
 
 
@@ -226,110 +233,3 @@ def _compute_scores(queries, keys, score):
         return scores.to(torch.float32), True
     fresh = type(score) in _FRESH_SCORE_MODULES
     return scores, fresh and scores is not queries and scores is not keys
-
-
-def _scores_surely_finite(
-    queries: torch.Tensor, keys: torch.Tensor, score, work: torch.dtype
-) -> bool:
-    """True if dot-product scores of these inputs cannot be NaN or overflow
-    in ``work``.
-
-    |q . k| <= max|q| * max|k| * d: a check over the n (not n_q x n_k) inputs
-    that spares masked_softmax its pass over the whole score matrix. NaN in
-    the inputs makes it False.
-    """
-    if (
-        score not in _FRESH_SCORE_FUNCTIONS
-        or queries.numel() == 0
-        or keys.numel() == 0
-    ):
-        return False
-    q, k = queries.detach(), keys.detach()
-    # amax and amin are vectorised reductions that allocate nothing (abs()
-    # would copy the inputs).
-    largest_q = max(float(q.amax()), -float(q.amin()))
-    largest_k = max(float(k.amax()), -float(k.amin()))
-    bound = largest_q * largest_k * queries.shape[-1]
-    return bound < torch.finfo(work).max / 4  # False for NaN
-
-
-def _drop_masked_garbage(keys: torch.Tensor, mask) -> torch.Tensor:
-    """``keys`` with the rows no query keeps set to 0 when they hold NaN or
-    inf.
-
-    Padding often holds garbage; a masked key must not reach any output or
-    gradient (0 * NaN is NaN in a matrix product's backward pass). Finite keys
-    are returned as they are.
-    """
-    if mask is None or not keys.is_floating_point() or all_finite(keys):
-        return keys
-    # (..., n_k or 1): kept by some query
-    kept = mask.any(dim=-2) if mask.dim() >= 2 else mask
-    zero = torch.zeros((), dtype=keys.dtype, device=keys.device)
-    return torch.where(kept.unsqueeze(-1), keys, zero)
-
-
-def _drop_unmatched_garbage(queries: torch.Tensor, mask) -> torch.Tensor:
-    """``queries`` with the rows that keep no key set to 0 when they hold NaN
-    or inf: such a query gets zero weights and a zero output, and its garbage
-    must not reach the keys' gradient either (0 * NaN is NaN)."""
-    if mask is None or all_finite(queries):
-        return queries
-    keeps_some = mask.any(dim=-1, keepdim=True)  # (..., n_q or 1, 1)
-    zero = torch.zeros((), dtype=queries.dtype, device=queries.device)
-    return torch.where(keeps_some, queries, zero)
-
-
-def _weighted_values(
-    weights: torch.Tensor, values: torch.Tensor, masked: bool
-) -> torch.Tensor:
-    """``weights @ values``, except that a non-finite value under weight
-    exactly 0 adds nothing.
-
-    Only when a mask was given and some value is NaN or inf (rare: garbage in
-    padding) does anything more than the matrix product run: the non-finite
-    entries are taken out of the product and added back, block by block of
-    keys, only where their weight is nonzero.
-    """
-    if not masked or all_finite(values):
-        return weights @ values
-    bad = ~torch.isfinite(values)
-    zero = torch.zeros((), dtype=values.dtype, device=values.device)
-    output = weights @ values.masked_fill(bad, 0.0)
-    garbage = torch.where(bad, values, zero)
-    bad_rows = bad.any(dim=-1).reshape(-1, values.shape[-2]).any(dim=0)
-    for block in bad_rows.nonzero().flatten().split(64):
-        w = weights[..., block].unsqueeze(-1)  # (..., n_q, m, 1)
-        v = garbage[..., block, :].unsqueeze(-3)  # (..., 1, m, d_v)
-        output = output + (w * torch.where(w != 0, v, zero)).sum(dim=-2)
-    return output
-
-
-def _scores_with_partly_masked_garbage(
-    queries, keys, score, mask
-) -> torch.Tensor:
-    """Dot-product scores when some key holding NaN/inf is kept by some
-    queries and masked for others.
-
-    The matrix product runs on keys with those entries set to 0 (so its
-    backward pass never multiplies a zero gradient by NaN); the columns of
-    those keys are then recomputed elementwise, with the key taken as 0
-    wherever the mask drops it: a query that keeps the key gets its true
-    (non-finite) score, one that masks it gets no NaN, in the output or the
-    gradient.
-    """
-    work = compute_dtype(queries.dtype)
-    q, k = queries.to(work), keys.to(work)
-    bad = ~torch.isfinite(k)
-    scores = score(q, k.masked_fill(bad, 0.0))
-    scale = 1.0 / math.sqrt(q.shape[-1]) if score is scaled_dot_score else 1.0
-    bad_keys = bad.any(dim=-1).reshape(-1, k.shape[-2]).any(dim=0)
-    columns = bad_keys.nonzero().flatten()
-    kept = mask.expand(scores.shape)[..., columns]  # (..., n_q, m)
-    zero = torch.zeros((), dtype=work, device=k.device)
-    # (..., n_q, m, d): each query's copy of the keys, 0 where it drops them
-    garbage_keys = torch.where(
-        kept.unsqueeze(-1), k[..., columns, :].unsqueeze(-3), zero
-    )
-    exact = (q.unsqueeze(-2) * garbage_keys).sum(dim=-1) * scale
-    return scores.index_copy(-1, columns, exact)

@@ -42,13 +42,13 @@ from .._checks import (
     require_positive,
     require_qkv,
 )
-from .attention import (
-    _drop_masked_garbage,
-    _scores_surely_finite,
-    _scores_with_partly_masked_garbage,
-    _weighted_values,
-    attention,
+from ._nonfinite import (
+    drop_masked_garbage,
+    scores_surely_finite,
+    scores_with_partly_masked_garbage,
+    weighted_values,
 )
+from .attention import attention
 from .scoring import dot_score, scaled_dot_score
 
 DEFAULT_CHUNK_SIZE = 128
@@ -124,7 +124,7 @@ class StreamingAttention:
         rescale = torch.exp(self.maximum - shift)  # <= 1: the old sums shrink
         weights = scores.sub_(shift).exp_()  # in place: no second buffer
         self.total = self.total * rescale + weights.sum(dim=-1, keepdim=True)
-        block = _weighted_values(weights, values, mask is not None)
+        block = weighted_values(weights, values, mask is not None)
         self.weighted = self.weighted * rescale + block
         self.maximum, self.blocks = m_new, self.blocks + 1
         return self
@@ -138,7 +138,7 @@ class StreamingAttention:
                 f"values of this block have {values.shape[-1]} features, "
                 f"earlier blocks had {self.weighted.shape[-1]}"
             )
-        keys = _drop_masked_garbage(keys, mask)
+        keys = drop_masked_garbage(keys, mask)
         work = self.scaled_queries.dtype
         if keys.dtype != work:  # float16/bfloat16 blocks, scored in float32
             keys, values = keys.to(work), values.to(work)
@@ -149,7 +149,7 @@ class StreamingAttention:
         set to ``lowest`` where masked."""
         if mask is not None and not all_finite(keys):
             # garbage that some queries keep and others mask
-            scores = _scores_with_partly_masked_garbage(
+            scores = scores_with_partly_masked_garbage(
                 self.scaled_queries, keys, dot_score, mask
             )
         else:
@@ -259,9 +259,9 @@ def chunked_attention(
         scores_batch = broadcast_shapes(queries.shape[:-2], keys.shape[:-2])
         shape = torch.Size((*scores_batch, n_q, n_k))
         require_bool_mask(mask, shape, device=queries.device)
-    if n_k == 0 or not _scores_surely_finite(
+    if n_k == 0 or not scores_surely_finite(
         queries,
-        _drop_masked_garbage(keys, mask),
+        drop_masked_garbage(keys, mask),
         scaled_dot_score,
         torch.float32,
     ):
@@ -450,8 +450,8 @@ class RecomputingChunkedAttention(torch.autograd.Function):
             # Masked keys may hold garbage (NaN, inf): keep it out of every
             # product (as the forward pass does).
             k, v = (
-                _drop_masked_garbage(k, block_mask),
-                _drop_masked_garbage(v, block_mask),
+                drop_masked_garbage(k, block_mask),
+                drop_masked_garbage(v, block_mask),
             )
             if rows != slice(None):  # e.g. a sliding window: fewer queries
                 block_mask = block_mask[..., rows, :]
@@ -477,7 +477,7 @@ class RecomputingChunkedAttention(torch.autograd.Function):
             # dS is 0 where the mask drops a key: a NaN/inf key some other
             # query keeps must not turn it into NaN.
             grad_q[..., rows, :].add_(
-                _weighted_values(grad_scores, k, block_mask is not None),
+                weighted_values(grad_scores, k, block_mask is not None),
                 alpha=scale,
             )
         grad_k, grad_v = torch.cat(grad_k, dim=-2), torch.cat(grad_v, dim=-2)

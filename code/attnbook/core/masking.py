@@ -11,7 +11,6 @@ in half precision.
 import torch
 
 from .._checks import (
-    all_finite,
     require_bool_mask,
     require_flag,
     require_float,
@@ -19,6 +18,7 @@ from .._checks import (
     require_matrix_fits,
     require_tensor,
 )
+from ._nonfinite import softmax_nonfinite
 
 
 def masked_softmax(
@@ -95,7 +95,7 @@ def _masked_softmax(
         and scores.numel()
         and not torch.isfinite(scores.detach().sum())
     ):
-        weights = _softmax_nonfinite(scores, mask, dim)
+        weights = softmax_nonfinite(scores, mask, dim)
         return scores.copy_(weights) if inplace else weights
     if mask is None:
         return (
@@ -117,65 +117,6 @@ def _masked_softmax(
     # Zeroing masked entries makes them exactly 0 everywhere, and a fully
     # masked slice all zeros.
     return weights.masked_fill(dropped, 0.0)
-
-
-def _softmax_nonfinite(
-    scores: torch.Tensor, mask: torch.Tensor | None, dim: int
-) -> torch.Tensor:
-    """The softmax's limits for scores holding inf (and NaN): never a NaN the
-    inputs do not explain.
-
-    -inf scores get weight 0 (a row of only -inf, or masked, entries gets
-    zeros, like a fully masked row); a row holding +inf splits its weight
-    equally among its +inf entries (the limit of the softmax as those scores
-    grow); NaN under the mask is ignored like any masked score, while a kept
-    NaN makes its row NaN (it is not hidden).
-    """
-    keep = ~torch.isneginf(scores)
-    if mask is not None:
-        keep = keep & mask
-    top = torch.isposinf(scores) & keep
-    has_top = top.any(dim=dim, keepdim=True)
-    keep = torch.where(has_top, top, keep)
-    lowest = torch.finfo(scores.dtype).min
-    # Rows with +inf: their +inf entries become equal finite scores (0), the
-    # rest is dropped.
-    finite = torch.where(
-        has_top,
-        torch.zeros((), dtype=scores.dtype, device=scores.device),
-        scores,
-    )
-    finite = finite.masked_fill(~keep, lowest)
-    return torch.softmax(finite, dim=dim).masked_fill(~keep, 0.0)
-
-
-def positions_in_use(mask: torch.Tensor) -> tuple:
-    """Which queries keep some key, and which keys some query keeps.
-
-    mask: boolean, True = keep: (n_q, n_k), (h, n_q, n_k) or
-    (B, h, n_q, n_k) (any axis may be 1, as broadcasting allows).
-    Returns (queries_used (n_q,) or (B, n_q), keys_used (n_k,) or (B, n_k)):
-    a position is used if it is used in some head.
-    """
-    heads = 1 if mask.dim() == 4 else 0  # the heads' axis of a 3-D/4-D mask
-    keys_used = mask.any(-2) if mask.dim() >= 2 else mask
-    queries_used = mask.any(-1)
-    if mask.dim() >= 3:
-        keys_used, queries_used = keys_used.any(heads), queries_used.any(heads)
-    return queries_used, keys_used
-
-
-def zero_unused(x: torch.Tensor, used: torch.Tensor) -> torch.Tensor:
-    """x (..., n, E) with the rows where ``used`` (..., n) is False set to 0,
-    if x holds NaN or inf; x itself otherwise.
-
-    A token no output reads must reach no gradient either: a projection's
-    backward pass multiplies its garbage by a zero gradient, and 0 * NaN is
-    NaN in the weights' gradient. Zeroing it first keeps them finite.
-    """
-    if all_finite(x):
-        return x
-    return torch.where(used.unsqueeze(-1), x, torch.zeros((), dtype=x.dtype))
 
 
 def lengths_to_mask(valid_lens, n: int) -> torch.Tensor:

@@ -42,7 +42,7 @@ from .._checks import (
     require_weights_fit,
     restores_rng_on_error,
 )
-from ..core.attention import _drop_masked_garbage, _weighted_values
+from ..core._nonfinite import drop_masked_garbage, weighted_values
 from ..core.masking import causal_mask, masked_softmax
 from ..core.positional import PositionalEncoding
 from .encoder import (
@@ -114,10 +114,10 @@ def _attend(mha: MultiHeadAttention, q, k, v, mask=None):
     # run.
     careful = mask is not None and not bool(torch.isfinite(k.sum() + v.sum()))
     if careful:
-        k = _drop_masked_garbage(k, mask)
+        k = drop_masked_garbage(k, mask)
     scores = q.to(work) @ k.to(work).transpose(-2, -1) / math.sqrt(q.shape[-1])
     weights = masked_softmax(scores, mask)
-    heads = _weighted_values(weights, v.to(work), careful).to(v.dtype)
+    heads = weighted_values(weights, v.to(work), careful).to(v.dtype)
     return mha.out_proj(merge_heads(heads)), weights.to(v.dtype)
 
 

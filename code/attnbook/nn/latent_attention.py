@@ -51,8 +51,8 @@ from .._checks import (
     require_weights_fit,
     restores_rng_on_error,
 )
+from ..core._nonfinite import drop_unused_latent_garbage
 from ..core.grouped_query import grouped_query_attention
-from ..core.masking import positions_in_use, zero_unused
 from ..core.rotary import apply_rotary
 from .multihead import merge_heads, split_heads
 
@@ -183,7 +183,7 @@ class MultiHeadLatentAttention(nn.Module):
             require_multihead_mask(
                 mask, (x.shape[0],), self.num_heads, x.shape[1], m + x.shape[1]
             )
-            x, cache = _drop_unused_garbage(x, cache, mask, m)
+            x, cache = drop_unused_latent_garbage(x, cache, mask, m)
         latent, rope_keys = self.compress(x, start=m)
         if cache is None:
             return x, latent, rope_keys
@@ -232,18 +232,6 @@ class MultiHeadLatentAttention(nn.Module):
             rope_keys.shape[1],
         )
         return latent.shape[1]
-
-
-def _drop_unused_garbage(x, cache, mask, m: int) -> tuple:
-    """x (B, n, E) and the cache of m positions with the tokens no query
-    uses set to 0 where they hold NaN/inf: x's token i is read as query i
-    and as key m + i; a cached position only as a key."""
-    queries_used, keys_used = positions_in_use(mask)
-    x = zero_unused(x, queries_used | keys_used[..., m:])
-    if cache is not None:
-        cached = keys_used[..., :m]
-        cache = (zero_unused(cache[0], cached), zero_unused(cache[1], cached))
-    return x, cache
 
 
 def _positions(x: torch.Tensor, start: int) -> torch.Tensor:

@@ -23,9 +23,9 @@ from .._checks import (
     require_weights_fit,
     restores_rng_on_error,
 )
+from ..core._nonfinite import drop_unused_garbage
 from ..core.attention import attention
 from ..core.grouped_query import grouped_query_attention
-from ..core.masking import positions_in_use, zero_unused
 from ..core.scoring import scaled_dot_score
 
 
@@ -53,19 +53,6 @@ def merge_heads(x: torch.Tensor) -> torch.Tensor:
             f"x needs shape (..., num_heads, n, d_head), got {tuple(x.shape)}"
         )
     return x.transpose(-3, -2).flatten(-2)
-
-
-def _drop_unused_garbage(query, key, value, mask):
-    """The inputs with NaN/inf tokens that the mask never uses set to 0
-    (``zero_unused``): a key or value token no query keeps, and a query token
-    that keeps no key, reach no output, and their garbage (padding) must
-    reach no gradient either."""
-    queries_used, keys_used = positions_in_use(mask)
-    return (
-        zero_unused(query, queries_used),
-        zero_unused(key, keys_used),
-        zero_unused(value, keys_used),
-    )
 
 
 def _check_sizes(embed_dim, num_heads, num_kv_heads) -> int:
@@ -212,7 +199,7 @@ class MultiHeadAttention(nn.Module):
                 query.shape[-2],
                 key.shape[-2],
             )
-            query, key, value = _drop_unused_garbage(query, key, value, mask)
+            query, key, value = drop_unused_garbage(query, key, value, mask)
         q, k, v = self.project(query, key, value)
         q = split_heads(q, self.num_heads)
         k, v = (

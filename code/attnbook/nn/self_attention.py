@@ -23,8 +23,8 @@ from .._checks import (
     require_weights_fit,
     restores_rng_on_error,
 )
+from ..core._nonfinite import zero_unused
 from ..core.attention import attention
-from ..core.masking import zero_unused
 from ..core.scoring import scaled_dot_score
 
 
