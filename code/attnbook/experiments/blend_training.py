@@ -13,6 +13,8 @@ trained. Everything runs in float64 on one thread with explicit generators.
 import torch
 
 from .._checks import (
+    all_finite,
+    require_ids,
     require_int,
     require_training,
     seeded_generator,
@@ -22,6 +24,7 @@ from ..tasks.blend import marked_items
 from .hard_training import (
     QuerySelector,
     _check_method,
+    _check_selection,
     choice_losses,
     expected_loss,
     selector_loss,
@@ -105,8 +108,18 @@ def blend_report(model, items, marked, target) -> dict:
         raise TypeError(
             f"model must be a QuerySelector, got {type(model).__name__}"
         )
+    _check_selection(items, target)
+    if not all_finite(items):
+        raise ValueError("items must be finite")
+    batch, n = items.shape[:2]
+    require_ids("marked", marked, n, dims=2)
+    if len(marked) != batch or marked.shape[1] == 0:
+        raise ValueError(
+            f"marked must be ({batch}, n_marked >= 1) for items "
+            f"{tuple(items.shape)}, got {tuple(marked.shape)}"
+        )
     with torch.no_grad():
-        weights = model(items)
+        weights = model(items.to(model.query.dtype))
         return {
             "soft_loss": soft_loss(weights, items, target).item(),
             "hard_loss": expected_loss(weights, items, target).item(),
