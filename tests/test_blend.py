@@ -111,3 +111,9 @@ def test_train_blend_selector_bad_input():
         train_blend_selector("argmax")
     with pytest.raises(ValueError, match="batch_size"):
         train_blend_selector("soft", batch_size=1)
+
+
+def test_a_float_index_target_is_a_type_error():
+    items, _, _ = _task()
+    with pytest.raises(TypeError, match="target must be int64"):
+        choice_losses(items, torch.zeros(5, dtype=torch.float64))

@@ -149,6 +149,12 @@ def _check_selection(items, target, weights=_NO_WEIGHTS) -> None:
         )
     batch, n = items.shape[:2]
     if isinstance(target, torch.Tensor) and target.is_floating_point():
+        if target.dim() != 2:
+            raise TypeError(
+                "target must be int64 item indices (batch,) or a float "
+                f"vector target (batch, dim), got {target.dtype} "
+                f"{tuple(target.shape)}"
+            )
         if target.shape != (batch, items.shape[2]) or (
             target.dtype != items.dtype
         ):
