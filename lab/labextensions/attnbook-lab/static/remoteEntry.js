@@ -76,6 +76,7 @@
     "chiang2022": {"author": "Chiang and Cholak", "year": "2022", "title": "Overcoming a Theoretical Limitation of Self-Attention", "url": "https://arxiv.org/abs/2202.12172"},
     "child2019": {"author": "Child et al.", "year": "2019", "title": "Generating Long Sequences with Sparse Transformers", "url": "https://arxiv.org/abs/1904.10509"},
     "cho2014": {"author": "Cho et al.", "year": "2014", "title": "Learning Phrase Representations using RNN Encoder–Decoder for Statistical Machine Translation", "url": "https://arxiv.org/abs/1406.1078"},
+    "cho2014b": {"author": "Cho et al.", "year": "2014", "title": "On the Properties of Neural Machine Translation: Encoder–Decoder Approaches", "url": "https://arxiv.org/abs/1409.1259"},
     "choromanski2021": {"author": "Choromanski et al.", "year": "2021", "title": "Rethinking Attention with Performers", "url": "https://arxiv.org/abs/2009.14794"},
     "clark2019": {"author": "Clark et al.", "year": "2019", "title": "What Does BERT Look at? An Analysis of BERT's Attention", "url": "https://arxiv.org/abs/1906.04341"},
     "dao2022": {"author": "Dao et al.", "year": "2022", "title": "FlashAttention: Fast and Memory-Efficient Exact Attention with IO-Awareness", "url": "https://arxiv.org/abs/2205.14135"},
