@@ -755,6 +755,47 @@ fn(
     n_test=4,
 )
 fn(
+    "experiments.hard_training.right_answer",
+    items=lambda: _task()[0],
+    target=lambda: _task()[1],
+)
+fn(
+    "tasks.blend.marked_items",
+    n_examples=3,
+    n_marked=2,
+    n_items=5,
+    dim=4,
+    generator=lambda: G(),
+)
+fn(
+    "experiments.blend_training.train_blend_selector",
+    method="soft",
+    n_marked=2,
+    steps=2,
+    batch_size=2,
+    n_test=4,
+    eval_every=1,
+    n_items=5,
+    dim=4,
+)
+
+
+def _blend():
+    from attnbook.tasks.blend import marked_items
+
+    return marked_items(3, 2, 5, 4, generator=G())
+
+
+fn(
+    "experiments.blend_training.blend_report",
+    model=lambda: resolve("attnbook.experiments.hard_training.QuerySelector")(
+        4
+    ),
+    items=lambda: _blend()[0],
+    marked=lambda: _blend()[1],
+    target=lambda: _blend()[2],
+)
+fn(
     "experiments.hard_training.steps_to_accuracy",
     history={"steps": [1, 2], "accuracy": [0.5, 0.9]},
 )

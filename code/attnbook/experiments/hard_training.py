@@ -139,16 +139,34 @@ _NO_WEIGHTS = object()  # choice_losses, evaluate_selector: no weights
 
 
 def _check_selection(items, target, weights=_NO_WEIGHTS) -> None:
-    """items (batch, n, dim) float, target (batch,) int64 in [0, n), and
-    weights (batch, n) of the items' dtype: a clear error otherwise."""
+    """items (batch, n, dim) float; target (batch,) int64 in [0, n), or the
+    right answer itself, finite (batch, dim) of the items' dtype; and weights
+    (batch, n) of the items' dtype: a clear error otherwise."""
     require_float("items", items)
     if items.dim() != 3 or 0 in items.shape[:2]:
         raise ValueError(
             f"items must be (batch, n_items, dim), got {tuple(items.shape)}"
         )
     batch, n = items.shape[:2]
-    require_ids("target", target, n, dims=1)
-    require_same_size("batch size", "items", batch, "target", len(target))
+    if isinstance(target, torch.Tensor) and target.is_floating_point():
+        if target.dim() != 2:
+            raise TypeError(
+                "target must be int64 item indices (batch,) or a float "
+                f"vector target (batch, dim), got {target.dtype} "
+                f"{tuple(target.shape)}"
+            )
+        if target.shape != (batch, items.shape[2]) or (
+            target.dtype != items.dtype
+        ):
+            raise ValueError(
+                f"a vector target must be ({batch}, {items.shape[2]}) "
+                f"{items.dtype}, got {tuple(target.shape)} {target.dtype}"
+            )
+        if not all_finite(target):
+            raise ValueError("target must be finite")
+    else:
+        require_ids("target", target, n, dims=1)
+        require_same_size("batch size", "items", batch, "target", len(target))
     if weights is not _NO_WEIGHTS:
         require_float("weights", weights)
         if weights.shape != (batch, n) or weights.dtype != items.dtype:
@@ -162,25 +180,35 @@ def _check_selection(items, target, weights=_NO_WEIGHTS) -> None:
             )
 
 
-def choice_losses(items: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """Squared distance from every item to the right one: L_n = |x_n -
-    x_target|^2.
-
-    items: (batch, n_items, dim), target: (batch,). Returns (batch, n_items).
-    """
+def right_answer(items: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """The vector (batch, dim) the output should equal: the target item
+    x_target if target is (batch,) indices, else target itself (batch, dim),
+    e.g. a blend of items (``attnbook.tasks.blend.marked_items``)."""
     _check_selection(items, target)
-    right = items[torch.arange(items.shape[0]), target]  # (batch, dim)
+    if target.is_floating_point():
+        return target
+    return items[torch.arange(items.shape[0]), target]
+
+
+def choice_losses(items: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Squared distance from every item to the right answer: L_n = |x_n -
+    t|^2, t = ``right_answer(items, target)``.
+
+    items: (batch, n_items, dim), target: (batch,) or (batch, dim). Returns
+    (batch, n_items).
+    """
+    right = right_answer(items, target)  # (batch, dim)
     return ((items - right.unsqueeze(-2)) ** 2).sum(dim=-1)
 
 
 def soft_loss(
     weights: torch.Tensor, items: torch.Tensor, target: torch.Tensor
 ) -> torch.Tensor:
-    """Mean over the batch of |sum_n w_n x_n - x_target|^2 (differentiable
-    in the weights)."""
+    """Mean over the batch of |sum_n w_n x_n - t|^2, t the right answer
+    (``right_answer``); differentiable in the weights."""
     _check_selection(items, target, weights)
     output = (weights.unsqueeze(-1) * items).sum(dim=-2)
-    right = items[torch.arange(items.shape[0]), target]
+    right = right_answer(items, target)
     return ((output - right) ** 2).sum(dim=-1).mean()
 
 
@@ -270,6 +298,11 @@ def evaluate_selector(
             f"model must be a QuerySelector, got {type(model).__name__}"
         )
     _check_selection(items, target)
+    if target.is_floating_point():
+        raise ValueError(
+            "evaluate_selector counts right choices: target must be item "
+            f"indices (batch,), got a vector target {tuple(target.shape)}"
+        )
     if losses is not None:
         require_float("losses", losses)
         require_shape("losses", losses, tuple(items.shape[:2]))

@@ -9,7 +9,8 @@ Python's docstrings, its characters and count baselines), language_model
 (chapter 12's small language model trained on it), induction (chapter
 14's repeated sequences and the attention-only models trained on them) and
 referent (chapter 7's "what does *it* refer to?", trained in the chapter)
-and recall (chapter 18's multi-query associative recall lab).
+and recall (chapter 18's multi-query associative recall lab);
+blend (chapter 3's blend task: the answer is the mean of marked items).
 Every shipped model is loaded by a ``pretrained_*``/``trained_*`` function
 that checks the file's pinned SHA-256.
 
