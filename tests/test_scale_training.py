@@ -124,12 +124,16 @@ def test_the_shipped_sweep_matches_a_rerun_and_its_recipe():
     row = next(
         r
         for r in sweep["rows"]
-        if (r["dim"], r["n_keys"], r["scaled"], r["lr"]) == (32, 16, True, 0.01)
+        if (r["dim"], r["n_keys"], r["scaled"], r["lr"])
+        == (32, 16, True, 0.01)
     )
     run = train_retriever(True, 32, 16, 0.01, seed=1, **grid["train"])
     # accuracies are counts over 1,000 test queries: equal but for a
     # near-tied argmax on another CPU
-    gaps = [abs(a - b) for a, b in zip(run["test_accuracy"], row["test_accuracy"][1])]
+    gaps = [
+        abs(a - b)
+        for a, b in zip(run["test_accuracy"], row["test_accuracy"][1])
+    ]
     assert max(gaps) <= 0.002
     best = best_rows(sweep)
     assert len(best) == len(grid["dims"]) * len(grid["n_keys"]) * 2

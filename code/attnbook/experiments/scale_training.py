@@ -27,9 +27,14 @@ import torch
 from torch import nn
 
 from .._checks import (
+    require_float,
     require_generator,
     require_int,
+    require_matrix_fits,
     require_positive,
+    require_same_device,
+    require_training,
+    require_weights_fit,
     seeded_generator,
 )
 from .._weights import read_pinned
@@ -63,6 +68,12 @@ def noisy_copy_task(
     require_positive("noise", noise)
     require_generator("generator", generator, allow_none=True)
     f64 = torch.float64
+    shapes = {
+        "the keys (n_sets, n_keys, dim)": (n_sets, n_keys, dim),
+        "the queries (n_sets, n_queries, dim)": (n_sets, n_queries, dim),
+    }
+    for what, shape in shapes.items():
+        require_matrix_fits(what, shape, f64, hint="use fewer, or")
     keys = torch.randn(n_sets, n_keys, dim, generator=generator, dtype=f64)
     targets = torch.randint(n_keys, (n_sets, n_queries), generator=generator)
     noisy = torch.randn(n_sets, n_queries, dim, generator=generator, dtype=f64)
@@ -82,6 +93,9 @@ class ProjectedDotScore(nn.Module):
         super().__init__()
         require_int("dim", dim)
         require_generator("generator", generator, allow_none=True)
+        require_weights_fit(
+            f"ProjectedDotScore (dim={dim})", (dim, dim), (dim, dim)
+        )
         self.scaled = bool(scaled)
         self.W_Q, self.W_K = (
             nn.Parameter(
@@ -94,11 +108,35 @@ class ProjectedDotScore(nn.Module):
         )
 
     def forward(self, queries, keys):
+        self._check(queries, keys)
         # (q W^Q^T) . (k W^K^T) = (q W^Q^T W^K) . k, the same number
         scores = (queries @ self.W_Q.T @ self.W_K) @ keys.transpose(-1, -2)
         if self.scaled:
             scores = scores / math.sqrt(keys.shape[-1])
         return scores
+
+    def _check(self, queries, keys) -> None:
+        dim = self.W_Q.shape[0]
+        for name, tensor in (("queries", queries), ("keys", keys)):
+            require_float(name, tensor)
+            if tensor.dim() < 2 or tensor.shape[-1] != dim:
+                raise ValueError(
+                    f"{name} must be (..., n, {dim}), got shape "
+                    f"{tuple(tensor.shape)}"
+                )
+            if tensor.dtype != self.W_Q.dtype:
+                raise TypeError(
+                    f"{name} must be {self.W_Q.dtype} like the weights, got "
+                    f"{tensor.dtype}"
+                )
+        require_same_device(queries=queries, keys=keys, weights=self.W_Q)
+        if queries.shape[:-2] != keys.shape[:-2]:
+            raise ValueError(
+                f"queries {tuple(queries.shape)} and keys "
+                f"{tuple(keys.shape)} must have the same leading sizes"
+            )
+        scores = (*queries.shape[:-1], keys.shape[-2])
+        require_matrix_fits("the scores", scores, queries.dtype)
 
 
 def evaluate(model, data) -> tuple[float, float]:
@@ -131,12 +169,21 @@ def train_retriever(
     A step is one set of ``n_keys`` keys with ``batch_size`` queries. The
     initial weights and the training batches come from ``seed`` (the same
     for both arms); the validation and test sets, ``n_eval_sets`` sets of
-    keys with 50 queries each, from ``VALIDATION_SEED`` and ``TEST_SEED``. Returns {"steps": [0, eval_every, ...], "val_accuracy",
+    keys with 50 queries each, from ``VALIDATION_SEED`` and ``TEST_SEED``.
+    Returns {"steps": [0, eval_every, ...], "val_accuracy",
     "test_accuracy", "test_loss": one value per evaluated step}.
     """
-    for name, value in (("steps", steps), ("eval_every", eval_every)):
-        require_int(name, value)
-    require_positive("lr", lr)
+    require_training(
+        lr=lr, seed=seed, steps=steps, batch_size=batch_size,
+        eval_every=eval_every,
+    )  # fmt: skip
+    if lr > 1:
+        raise ValueError(f"lr must be at most 1 (Adam diverges), got {lr}")
+    if not isinstance(scaled, bool):
+        raise TypeError(f"scaled must be True or False, got {scaled!r:.20}")
+    require_int("dim", dim)
+    require_int("n_keys", n_keys, minimum=2)
+    require_positive("noise", noise)
     task = {"n_keys": n_keys, "dim": dim, "noise": noise}
     require_int("n_eval_sets", n_eval_sets)
     validation, test = (
@@ -185,6 +232,7 @@ def run_sweep(recipe: dict = SCALE_RECIPE, log=None) -> str:
     """The file ``shipped_scale_sweep`` reads, as JSON text: for every
     (dim, n_keys, scaled, lr), the curves of every seed (accuracies and
     losses rounded to 1e-6)."""
+    _check_recipe(recipe, log)
     rows = []
     for dim in recipe["dims"]:
         for n_keys in recipe["n_keys"]:
@@ -208,6 +256,23 @@ def run_sweep(recipe: dict = SCALE_RECIPE, log=None) -> str:
                         log(f"{dim} {n_keys} {scaled} {lr}: {final}")
     result = {"recipe": recipe, "rows": rows}
     return json.dumps(result, indent=1) + "\n"
+
+
+def _check_recipe(recipe, log) -> None:
+    """recipe: a dict like ``SCALE_RECIPE`` (``ValueError``/``TypeError``
+    naming what is missing or not a list)."""
+    if not isinstance(recipe, dict):
+        raise TypeError(
+            f"recipe must be a dict like SCALE_RECIPE, got "
+            f"{type(recipe).__name__}"
+        )
+    for key in ("dims", "n_keys", "lrs", "seeds"):
+        if not isinstance(recipe.get(key), list) or not recipe[key]:
+            raise ValueError(f"recipe[{key!r}] must be a non-empty list")
+    if not isinstance(recipe.get("train"), dict):
+        raise ValueError("recipe['train'] must be a dict of settings")
+    if log is not None and not callable(log):
+        raise TypeError("log must be callable (like print) or None")
 
 
 def shipped_scale_sweep() -> dict:

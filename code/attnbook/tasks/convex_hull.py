@@ -219,7 +219,9 @@ def hull_errors(
     polygon does not cross itself) and "area_ratio" (float64, the area of
     the output's polygon over the true hull's; at most 1 for a simple
     polygon on the points, and it can exceed 1 only for one that crosses
-    itself)."""
+    itself); and the sets themselves: "points" (num_sets, n, 2), "target"
+    and "output" (num_sets, n + 1), the true and the greedy hulls as
+    ``hull_batch`` writes them."""
     require_int("n", n, minimum=3)
     require_int("num_sets", num_sets)
     points, target = hull_batch(num_sets, n, seeded_generator(seed))
@@ -239,4 +241,7 @@ def hull_errors(
         "closed": torch.tensor(closed),
         "simple": torch.tensor(simple),
         "area_ratio": torch.tensor(ratio, dtype=torch.float64),
+        "points": points,
+        "target": target,
+        "output": output,
     }
