@@ -40,7 +40,9 @@ from .._checks import (
 from .._weights import read_pinned
 
 SCALE_TRAINING_FILE = "scale_training.json"
-SCALE_TRAINING_SHA256 = "0" * 64  # set by python -m attnbook.train...
+SCALE_TRAINING_SHA256 = (
+    "c50cc3eca3ad820522f9ba345614d4cef454823655d894a5911fc221f586c2f3"
+)
 
 VALIDATION_SEED = 1_000_003
 TEST_SEED = 2_000_003
@@ -282,15 +284,20 @@ def shipped_scale_sweep() -> dict:
     return json.loads(read_pinned(SCALE_TRAINING_FILE, SCALE_TRAINING_SHA256))
 
 
-def best_rows(sweep: dict) -> dict:
+def best_rows(sweep: dict, by: str = "area") -> dict:
     """For every (dim, n_keys, scaled), the row whose learning rate has the
-    highest mean validation accuracy over the evaluated steps (the area
-    under its learning curves; the test set plays no
-    part in the choice)."""
+    highest mean validation accuracy: over all evaluated steps (``by`` =
+    "area", the area under its learning curves) or at the last step (``by``
+    = "last"). The test set plays no part in the choice."""
+    if by not in ("area", "last"):
+        raise ValueError(f"by must be 'area' or 'last', got {by!r:.20}")
     best = {}
     for row in sweep["rows"]:
         key = (row["dim"], row["n_keys"], row["scaled"])
-        score = sum(sum(run) for run in row["val_accuracy"])
+        runs = row["val_accuracy"]
+        score = (
+            sum(map(sum, runs)) if by == "area" else sum(r[-1] for r in runs)
+        )
         if key not in best or score > best[key][0]:
             best[key] = (score, row)
     return {key: row for key, (_, row) in best.items()}
