@@ -8,8 +8,10 @@ import torch
 
 from .._checks import (
     keep_global_rng,
+    require_float,
     require_generator,
     require_int,
+    require_matrix_fits,
     require_training,
     seeded,
     seeded_generator,
@@ -163,15 +165,22 @@ def pretrained_hull_pointer(return_info: bool = False):
     return (model, info) if return_info else model
 
 
+def _check_corners(corners) -> None:
+    """corners: a float tensor (k, 2) with data (``TypeError`` or
+    ``ValueError`` naming it otherwise)."""
+    require_float("corners", corners)
+    if corners.dim() != 2 or corners.shape[-1] != 2:
+        raise ValueError(
+            f"corners must be (k, 2), got shape {tuple(corners.shape)}"
+        )
+
+
 def polygon_area(corners: torch.Tensor) -> float:
     """The area enclosed by the polygon through ``corners`` (k, 2) in order,
     closed back to the first: |shoelace sum| / 2. For a polygon that crosses
     itself this counts the loops with their signs, so it is not the area
     covered."""
-    if corners.dim() != 2 or corners.shape[-1] != 2:
-        raise ValueError(
-            f"corners must be (k, 2), got shape {tuple(corners.shape)}"
-        )
+    _check_corners(corners)
     x, y = corners.double().unbind(-1)
     x_next, y_next = x.roll(-1), y.roll(-1)
     return (x * y_next - x_next * y).sum().abs().item() / 2
@@ -182,13 +191,12 @@ def is_simple_polygon(corners: torch.Tensor) -> bool:
     least three corners, and no two edges that do not share a corner cross.
     (Touching without crossing has probability 0 for random points and
     counts as simple.)"""
-    if corners.dim() != 2 or corners.shape[-1] != 2:
-        raise ValueError(
-            f"corners must be (k, 2), got shape {tuple(corners.shape)}"
-        )
+    _check_corners(corners)
     k = corners.shape[0]
     if k < 3:
         return False
+    pairs = (k, k, 2)
+    require_matrix_fits("the edge pairs of corners", pairs, torch.float64)
     start = corners.double()
     end = start.roll(-1, dims=0)  # edge i runs from corner i to corner i + 1
 
@@ -203,7 +211,8 @@ def is_simple_polygon(corners: torch.Tensor) -> bool:
     crossing = (side(p, q, r) * side(p, q, s) < 0) & (
         side(r, s, p) * side(r, s, q) < 0
     )
-    i, j = torch.meshgrid(torch.arange(k), torch.arange(k), indexing="ij")
+    index = torch.arange(k, device=corners.device)
+    i, j = torch.meshgrid(index, index, indexing="ij")
     apart = ((i - j) % k > 1) & ((j - i) % k > 1)  # share no corner
     return not bool((crossing & apart).any())
 
@@ -222,8 +231,15 @@ def hull_errors(
     itself); and the sets themselves: "points" (num_sets, n, 2), "target"
     and "output" (num_sets, n + 1), the true and the greedy hulls as
     ``hull_batch`` writes them."""
+    if not isinstance(model, HullPointerNetwork):
+        raise TypeError(
+            f"model must be a HullPointerNetwork, got {type(model).__name__}"
+        )
     require_int("n", n, minimum=3)
     require_int("num_sets", num_sets)
+    require_matrix_fits(
+        "the points (num_sets, n, 2)", (num_sets, n, 2), torch.float32
+    )
     points, target = hull_batch(num_sets, n, seeded_generator(seed))
     output = model.decode(points)
     exact = (output == target).all(dim=1)
