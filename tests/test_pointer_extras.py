@@ -213,3 +213,32 @@ def test_chapter_test_lists_are_disjoint_from_the_training_lists():
             500, n, torch.Generator().manual_seed(700 + n)
         )
         assert not seen & {tuple(row) for row in points.flatten(1).tolist()}
+
+
+def test_polygon_area_and_simplicity_by_hand():
+    square = torch.tensor([[0.0, 0.0], [2.0, 0.0], [2.0, 1.0], [0.0, 1.0]])
+    assert convex_hull.polygon_area(square) == 2.0
+    assert convex_hull.polygon_area(square.flip(0)) == 2.0  # clockwise too
+    assert convex_hull.is_simple_polygon(square)
+    # the same corners visited as a bow tie: two triangles of opposite
+    # orientation, whose signed areas cancel; its edges 0 and 2 cross
+    bow_tie = square[[0, 2, 1, 3]]
+    assert convex_hull.polygon_area(bow_tie) == 0.0
+    assert not convex_hull.is_simple_polygon(bow_tie)
+    assert not convex_hull.is_simple_polygon(square[:2])  # a segment
+    with pytest.raises(ValueError, match="corners must be"):
+        convex_hull.polygon_area(torch.zeros(4, 3))
+
+
+def test_hull_errors_agree_with_exact_match_and_with_a_true_hull():
+    model = convex_hull.pretrained_hull_pointer()
+    result = convex_hull.hull_errors(model, 8, num_sets=60, seed=3)
+    accuracy = convex_hull.hull_accuracy(model, 8, num_sets=60, seed=3)
+    assert result["exact"].float().mean().item() == accuracy
+    assert 0 < accuracy < 1  # some right, some wrong: both kinds checked
+    right = result["area_ratio"][result["exact"]]
+    assert torch.allclose(right, torch.ones_like(right), atol=1e-12)
+    assert result["simple"][result["exact"]].all()
+    # a simple polygon on the points lies inside their hull
+    simple = result["area_ratio"][result["simple"]]
+    assert (simple <= 1 + 1e-12).all()

@@ -2343,6 +2343,51 @@ fn(
     },
 )
 fn(
+    "experiments.scale_training.noisy_copy_task",
+    n_sets=2,
+    n_queries=3,
+    n_keys=4,
+    dim=5,
+    generator=lambda: G(),
+)
+fn("experiments.scale_training.ProjectedDotScore", dim=4, scaled=True)
+method(
+    "experiments.scale_training.ProjectedDotScore.forward",
+    lambda: resolve("attnbook.experiments.scale_training.ProjectedDotScore")(
+        4, True
+    ),
+    queries=lambda: R(2, 3, 4, dtype=torch.float64),
+    keys=lambda: R(2, 5, 4, dtype=torch.float64),
+)
+fn(
+    "experiments.scale_training.train_retriever",
+    scaled=False,
+    dim=4,
+    n_keys=5,
+    lr=0.01,
+    seed=0,
+    steps=2,
+    batch_size=2,
+    eval_every=1,
+    n_eval_sets=1,
+)
+fn(
+    "experiments.scale_training.run_sweep",
+    recipe={
+        "dims": [4],
+        "n_keys": [5],
+        "lrs": [0.01],
+        "seeds": [0],
+        "train": {
+            "steps": 2,
+            "batch_size": 2,
+            "noise": 1.0,
+            "eval_every": 1,
+            "n_eval_sets": 1,
+        },
+    },
+)
+fn(
     "tasks.card_lookup.without_heads",
     model=_cls("tasks.card_lookup.CardLookup", 2, 8),
     heads=[0],
@@ -2354,6 +2399,9 @@ fn(
 fn("tasks.convex_hull.hull_batch", batch_size=2, n=6, generator=lambda: G())
 fn("tasks.convex_hull.hull_accuracy", model=HULL, n=5, num_sets=4)
 fn("tasks.convex_hull.save_hull_pointer", model=HULL, path="hull.pt")
+fn("tasks.convex_hull.hull_errors", model=HULL, n=5, num_sets=4)
+fn("tasks.convex_hull.polygon_area", corners=lambda: R(4, 2))
+fn("tasks.convex_hull.is_simple_polygon", corners=lambda: R(4, 2))
 
 
 @lazy

@@ -1,7 +1,7 @@
 """The tiling of FlashAttention's forward pass, drawn (chapter 11)."""
 
 import matplotlib.pyplot as plt
-from matplotlib.patches import FancyArrowPatch, Rectangle
+from matplotlib.patches import FancyArrowPatch, Patch, Rectangle
 
 from .._checks import require_int
 
@@ -18,10 +18,11 @@ def _tile(ax, x, y, width, height, colour, hatch=None, text=None):
                 va="center", fontsize=8.5)  # fmt: skip
 
 
-def _arrow(ax, start, end, text, side=0.0):
+def _arrow(ax, start, end, text, side=0.0, bend=0.0):
     ax.add_patch(
         FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=11,
-                        color="0.25", linewidth=1.0)
+                        color="0.25", linewidth=1.0,
+                        connectionstyle=f"arc3,rad={bend}")
     )  # fmt: skip
     middle = ((start[0] + end[0]) / 2 + side, (start[1] + end[1]) / 2)
     ax.text(*middle, text, ha="center", va="center", fontsize=8.5,
@@ -40,7 +41,7 @@ def draw_tiling(blocks: int = 4, row: int = 1, column: int = 2):
         if value >= blocks:
             raise ValueError(f"{name} must be below blocks = {blocks}")
     fig, (left, right) = plt.subplots(
-        1, 2, figsize=(8.6, 3.6), gridspec_kw={"width_ratios": [1.15, 1]}
+        1, 2, figsize=(9.2, 4.2), gridspec_kw={"width_ratios": [1.15, 1]}
     )
     size = 1.0
     top = blocks * size
@@ -64,6 +65,16 @@ def draw_tiling(blocks: int = 4, row: int = 1, column: int = 2):
                 _tile(left, j, y, size, size, "white")
     left.text(blocks / 2, -0.35, "scores $S$: never stored whole",
               ha="center", va="top", fontsize=9)  # fmt: skip
+    left.legend(
+        handles=[
+            Patch(facecolor="C1", edgecolor="0.3", label="on chip now"),
+            Patch(facecolor="0.85", edgecolor="0.3", hatch="///",
+                  label="done: folded into $m$, $\\ell$, acc., discarded"),
+            Patch(facecolor="white", edgecolor="0.3", label="still to come"),
+        ],
+        loc="upper center", bbox_to_anchor=(0.5, 0.0), fontsize=8,
+        frameon=False, ncol=1,
+    )  # fmt: skip
     left.set_xlim(-1.2, blocks + 0.2)
     left.set_ylim(-0.8, top + 1.1)
     left.set_aspect("equal")
@@ -84,7 +95,10 @@ def draw_tiling(blocks: int = 4, row: int = 1, column: int = 2):
     _arrow(right, (1.65, 2.9), (2.95, 2.3), "$Q_i$ once")
     _arrow(right, (1.65, 2.0), (2.95, 1.7), "$K_j, V_j$\nevery $j$")
     _arrow(right, (2.95, 1.1), (1.65, 0.7), "$O_i, L_i$ once")
-    right.set_xlim(-0.1, 5.0)
+    _arrow(right, (4.55, 1.05), (4.55, 2.2), "", bend=0.6)
+    right.text(5.05, 1.65, "update $m$, $\\ell$\nacc. += $P_{ij}V_j$\non chip",
+               ha="left", va="center", fontsize=8)  # fmt: skip
+    right.set_xlim(-0.1, 6.3)
     right.set_ylim(0.0, 3.8)
     right.axis("off")
     right.set_title("what moves for query block $i$", fontsize=9.5)

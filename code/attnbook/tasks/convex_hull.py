@@ -8,8 +8,10 @@ import torch
 
 from .._checks import (
     keep_global_rng,
+    require_float,
     require_generator,
     require_int,
+    require_matrix_fits,
     require_training,
     seeded,
     seeded_generator,
@@ -161,3 +163,101 @@ def pretrained_hull_pointer(return_info: bool = False):
         load_pinned(PRETRAINED_FILE, HULL_POINTER_SHA256)
     )
     return (model, info) if return_info else model
+
+
+def _check_corners(corners) -> None:
+    """corners: a float tensor (k, 2) with data (``TypeError`` or
+    ``ValueError`` naming it otherwise)."""
+    require_float("corners", corners)
+    if corners.dim() != 2 or corners.shape[-1] != 2:
+        raise ValueError(
+            f"corners must be (k, 2), got shape {tuple(corners.shape)}"
+        )
+
+
+def polygon_area(corners: torch.Tensor) -> float:
+    """The area enclosed by the polygon through ``corners`` (k, 2) in order,
+    closed back to the first: |shoelace sum| / 2. For a polygon that crosses
+    itself this counts the loops with their signs, so it is not the area
+    covered."""
+    _check_corners(corners)
+    x, y = corners.double().unbind(-1)
+    x_next, y_next = x.roll(-1), y.roll(-1)
+    return (x * y_next - x_next * y).sum().abs().item() / 2
+
+
+def is_simple_polygon(corners: torch.Tensor) -> bool:
+    """Whether the closed polygon through ``corners`` (k, 2) is simple: at
+    least three corners, and no two edges that do not share a corner cross.
+    (Touching without crossing has probability 0 for random points and
+    counts as simple.)"""
+    _check_corners(corners)
+    k = corners.shape[0]
+    if k < 3:
+        return False
+    pairs = (k, k, 2)
+    require_matrix_fits("the edge pairs of corners", pairs, torch.float64)
+    start = corners.double()
+    end = start.roll(-1, dims=0)  # edge i runs from corner i to corner i + 1
+
+    def side(a, b, c):  # sign of the turn a -> b -> c, for all pairs
+        return torch.sign(
+            (b[..., 0] - a[..., 0]) * (c[..., 1] - a[..., 1])
+            - (b[..., 1] - a[..., 1]) * (c[..., 0] - a[..., 0])
+        )
+
+    p, q = start[:, None], end[:, None]  # edge i, (k, 1, 2)
+    r, s = start[None], end[None]  # edge j, (1, k, 2)
+    crossing = (side(p, q, r) * side(p, q, s) < 0) & (
+        side(r, s, p) * side(r, s, q) < 0
+    )
+    index = torch.arange(k, device=corners.device)
+    i, j = torch.meshgrid(index, index, indexing="ij")
+    apart = ((i - j) % k > 1) & ((j - i) % k > 1)  # share no corner
+    return not bool((crossing & apart).any())
+
+
+@torch.no_grad()
+def hull_errors(
+    model: HullPointerNetwork, n: int, num_sets: int = 1000, seed: int = 1234
+) -> dict:
+    """How wrong the greedy hulls are, on fresh sets of n points (drawn with
+    ``seed``, as ``hull_accuracy``). Returns tensors of shape (num_sets,):
+    "exact" (bool, the whole output right), "closed" (bool, the output ends
+    by pointing back at its first vertex), "simple" (bool, the output's
+    polygon does not cross itself) and "area_ratio" (float64, the area of
+    the output's polygon over the true hull's; at most 1 for a simple
+    polygon on the points, and it can exceed 1 only for one that crosses
+    itself); and the sets themselves: "points" (num_sets, n, 2), "target"
+    and "output" (num_sets, n + 1), the true and the greedy hulls as
+    ``hull_batch`` writes them."""
+    if not isinstance(model, HullPointerNetwork):
+        raise TypeError(
+            f"model must be a HullPointerNetwork, got {type(model).__name__}"
+        )
+    require_int("n", n, minimum=3)
+    require_int("num_sets", num_sets)
+    require_matrix_fits(
+        "the points (num_sets, n, 2)", (num_sets, n, 2), torch.float32
+    )
+    points, target = hull_batch(num_sets, n, seeded_generator(seed))
+    output = model.decode(points)
+    exact = (output == target).all(dim=1)
+    closed, simple, ratio = [], [], []
+    for cloud, truth, guess in zip(points, target, output):
+        ring = guess[guess != PAD]
+        shut = len(ring) >= 4 and bool(ring[-1] == ring[0])
+        corners = cloud[ring[:-1] if shut else ring]
+        closed.append(shut)
+        simple.append(is_simple_polygon(corners))
+        true_area = polygon_area(cloud[truth[truth != PAD][:-1]])
+        ratio.append(polygon_area(corners) / true_area)
+    return {
+        "exact": exact,
+        "closed": torch.tensor(closed),
+        "simple": torch.tensor(simple),
+        "area_ratio": torch.tensor(ratio, dtype=torch.float64),
+        "points": points,
+        "target": target,
+        "output": output,
+    }

@@ -192,6 +192,7 @@
     "xiong2023long": {"author": "Xiong et al.", "year": "2023", "title": "Effective Long-Context Scaling of Foundation Models", "url": "https://arxiv.org/abs/2309.16039"},
     "xu2015": {"author": "Xu et al.", "year": "2015", "title": "Show, Attend and Tell: Neural Image Caption Generation with Visual Attention", "url": "https://arxiv.org/abs/1502.03044"},
     "yang2016": {"author": "Yang et al.", "year": "2016", "title": "Hierarchical Attention Networks for Document Classification", "url": "https://aclanthology.org/N16-1174/"},
+    "yang2022": {"author": "Yang et al.", "year": "2022", "title": "Tensor Programs V: Tuning Large Neural Networks via Zero-Shot Hyperparameter Transfer", "url": "https://arxiv.org/abs/2203.03466"},
     "yang2024deltanet": {"author": "Yang et al.", "year": "2024", "title": "Parallelizing Linear Transformers with the Delta Rule over Sequence Length", "url": "https://arxiv.org/abs/2406.06484"},
     "yang2024gla": {"author": "Yang et al.", "year": "2024", "title": "Gated Linear Attention Transformers with Hardware-Efficient Training", "url": "https://arxiv.org/abs/2312.06635"},
     "yang2025gated": {"author": "Yang et al.", "year": "2025", "title": "Gated Delta Networks: Improving Mamba2 with Delta Rule", "url": "https://arxiv.org/abs/2412.06464"},
