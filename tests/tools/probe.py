@@ -2188,7 +2188,28 @@ method(
     return_weights=True,
     ablate=[(0, 1)],
 )
-fn("nn.beam_search.beam_search", model=EDT, **SRC, beam_width=2, max_len=4)
+fn(
+    "nn.beam_search.beam_search",
+    model=EDT,
+    **SRC,
+    beam_width=2,
+    max_len=4,
+    alpha=0.6,
+    use_cache=True,
+)
+fn(
+    "nn.beam_search.length_penalty",
+    lengths=lambda: torch.tensor([1.0, 4.0, 9.0]),
+    alpha=0.6,
+)
+fn(
+    "nn.beam_search.reorder_caches",
+    _mutable=("caches",),
+    caches=lambda: [
+        {"keys": torch.randn(4, 2, 3, 5), "values": torch.randn(4, 2, 3, 5)}
+    ],
+    rows=lambda: torch.tensor([1, 1, 0, 3]),
+)
 fn(
     "nn.beam_search.sequence_log_probs",
     model=EDT,
@@ -2339,6 +2360,7 @@ method(
     lambda: shipped("date_transformer"),
     strings=["3 May 1999", "1999-5-3"],
     beam_width=2,
+    alpha=0.6,
 )
 
 
