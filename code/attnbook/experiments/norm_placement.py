@@ -56,7 +56,9 @@ RADAM_LRS = (1e-2, 3e-2)
 RADAM_SEEDS = (0, 1, 2, 3, 4)
 RADAM_STEPS = 250
 RADAM_SIZES = {"num_layers": 4}
-NORM_PLACEMENT_RADAM_SHA256 = "to be pinned"
+NORM_PLACEMENT_RADAM_SHA256 = (
+    "9070a20434450ce9c3207242af11de6a4dc240cee5c04e5fc59b39bb1fbf47d8"
+)
 RESULTS_FILE = (
     Path(__file__).resolve().parents[1] / "data" / "norm_placement.json"
 )

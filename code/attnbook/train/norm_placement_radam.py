@@ -2,7 +2,7 @@
 rectified Adam (RAdam) against Adam with and without warm-up, at matched
 steps, batches, initial weights and seeds.
 
-    # writes attnbook/data/norm_placement_radam.json (about 8 min CPU)
+    # writes attnbook/data/norm_placement_radam.json (about 6 min CPU)
     python -m attnbook.train.norm_placement_radam
     python -m attnbook.train.norm_placement_radam --out /tmp/radam.json
 
