@@ -797,6 +797,21 @@ fn(
     steps=2,
     batch_size=4,
     eval_size=8,
+    optimizer="radam",
+)
+fn(
+    "experiments.norm_placement.early_steps",
+    placement="post-LN",
+    checkpoints=(0, 1),
+    num_layers=1,
+    probe_size=4,
+)
+fn("experiments.norm_placement.load_radam_comparison")
+fn(
+    "experiments.norm_placement.format_radam_table",
+    results=lambda: resolve(
+        "attnbook.experiments.norm_placement.load_radam_comparison"
+    )(),
 )
 fn("experiments.norm_placement.load_comparison")
 fn(

@@ -208,9 +208,14 @@ def early_steps(
     "dead": [...], "logit_spread": [...]}. Runs on one thread; torch's
     global random state is left alone.
     """
-    require_training(lr=lr, steps=max(checkpoints) or 1, warmup=0)
+    if not isinstance(checkpoints, (tuple, list)) or not checkpoints:
+        raise ValueError(
+            "checkpoints must be a non-empty tuple or list of step counts, "
+            f"got {checkpoints!r:.60}"
+        )
     for step in checkpoints:
         require_int("checkpoints", step, minimum=0)
+    require_training(lr=lr, steps=max(checkpoints) or 1, warmup=0)
     require_int("probe_size", probe_size)
     with single_thread(), keep_global_rng():
         model = _seeded_placement_classifier(
@@ -486,6 +491,13 @@ def format_radam_table(results: dict) -> str:
     """``load_radam_comparison()`` as text: one line per (learning rate,
     optimizer, warm-up) with the held-out accuracy of every seed and the
     number of seeds above 0.9."""
+    if not isinstance(results, dict) or not {"lrs", "arms", "runs"} <= set(
+        results
+    ):
+        raise ValueError(
+            "results must be the dict load_radam_comparison returns (with "
+            "'lrs', 'arms' and 'runs')"
+        )
     lines = [f"{'peak lr':>7}  {'optimizer':9} {'warm-up':>7} | accuracy"]
     for lr in results["lrs"]:
         for optimizer, warmup in results["arms"]:
