@@ -6,7 +6,12 @@ import pytest
 import torch
 
 from attnbook import EncoderDecoderTransformer
-from attnbook.nn.beam_search import beam_search, sequence_log_probs
+from attnbook.nn.beam_search import (
+    beam_search,
+    length_penalty,
+    reorder_caches,
+    sequence_log_probs,
+)
 
 
 def _model(seed=0, eos=2):
@@ -53,6 +58,90 @@ def test_a_beam_as_wide_as_the_vocabulary_finds_the_best_pair(seed):
         assert scores[i] == pytest.approx(every.max().item(), abs=1e-5)
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+@pytest.mark.parametrize("alpha", [0.0, 0.6, 2.0])
+def test_the_cached_search_gives_the_beams_of_the_uncached_one(seed, alpha):
+    # the reference re-runs decode over every whole prefix; the cached
+    # search must gather each layer's cache by the beams' parents to agree
+    model = _model(seed, eos=4)
+    src, lens = _source(seed + 10)
+    for width in (2, 3, 5):
+        slow = beam_search(model, src, lens, width, 10, alpha=alpha)
+        fast = beam_search(
+            model, src, lens, width, 10, alpha=alpha, use_cache=True
+        )
+        assert torch.equal(fast[0], slow[0])
+        assert torch.allclose(fast[1], slow[1], atol=1e-5)
+
+
+def test_the_beams_change_parents_so_the_reorder_is_needed():
+    # without the gather the cached search would read another beam's past:
+    # check that these inputs do make beams swap parents, and that a
+    # search which skips the gather gives other beams
+    import attnbook.nn.beam_search as module
+
+    model = _model(1, eos=4)
+    src, lens = _source(11)
+    slow = beam_search(model, src, lens, 3, 10)
+    original = module.reorder_caches
+    try:
+        module.reorder_caches = lambda caches, rows: None
+        wrong = beam_search(model, src, lens, 3, 10, use_cache=True)
+    finally:
+        module.reorder_caches = original
+    assert not torch.equal(wrong[0], slow[0])
+
+
+def test_reorder_caches_gathers_rows_and_leaves_empty_caches_empty():
+    keys = torch.arange(4.0).view(4, 1, 1, 1).expand(4, 2, 3, 2)
+    caches = [{"keys": keys, "values": -keys}, {}]
+    reorder_caches(caches, torch.tensor([2, 2, 0, 3]))
+    assert caches[0]["keys"][:, 0, 0, 0].tolist() == [2.0, 2.0, 0.0, 3.0]
+    assert caches[0]["values"][:, 1, 2, 1].tolist() == [-2.0, -2.0, 0.0, -3.0]
+    assert caches[1] == {}
+
+
+def _output_lengths(tokens, eos):
+    is_eos = tokens == eos
+    first = torch.where(
+        is_eos.any(1), is_eos.float().argmax(1), tokens.shape[1] - 1
+    )
+    return (first + 1).float()
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+@pytest.mark.parametrize("alpha", [0.6, 3.0])
+def test_with_a_length_penalty_a_full_beam_finds_the_best_pair(seed, alpha):
+    # width = vocabulary size over two steps is exhaustive: the result is the
+    # pair with the best log p / lp(length), length counted up to the EOS
+    model = _model(seed, eos=8)
+    src, lens = _source(seed)
+    vocab = 9
+    beam, scores = beam_search(model, src, lens, vocab, 2, alpha=alpha)
+    expect = sequence_log_probs(model, src, lens, beam) / length_penalty(
+        _output_lengths(beam, 8), alpha
+    )
+    assert torch.allclose(scores, expect, atol=1e-5)
+    pairs = torch.cartesian_prod(torch.arange(vocab), torch.arange(vocab))
+    pairs = pairs[(pairs[:, 0] != 8) | (pairs[:, 1] == 8)]  # EOS pads
+    lp = length_penalty(_output_lengths(pairs, 8), alpha)
+    for i in range(src.shape[0]):
+        every = sequence_log_probs(
+            model, src[i : i + 1].expand(len(pairs), -1),
+            lens[i : i + 1].expand(len(pairs)), pairs,
+        )  # fmt: skip
+        assert scores[i] == pytest.approx((every / lp).max().item(), abs=1e-5)
+
+
+def test_length_penalty_is_gnmts():
+    lengths = torch.tensor([1.0, 7.0, 25.0])
+    assert torch.equal(length_penalty(lengths, 0.0), torch.ones(3))
+    assert torch.allclose(
+        length_penalty(lengths, 0.6),
+        torch.tensor([1.0, 2.0**0.6, 5.0**0.6]),
+    )
+
+
 def test_finished_prefixes_are_padded_with_eos():
     model = _model(5, eos=4)
     src, lens = _source(6)
@@ -72,6 +161,11 @@ def test_bad_arguments_are_named():
         beam_search(model, src, lens, max_len=13)
     with pytest.raises(TypeError, match="EncoderDecoderTransformer"):
         beam_search(torch.nn.Linear(2, 2), src, lens)
+    for alpha in (-0.5, float("nan")):
+        with pytest.raises(ValueError, match="alpha"):
+            beam_search(model, src, lens, alpha=alpha)
+    with pytest.raises(ValueError, match="use_cache"):
+        beam_search(model, src, lens, use_cache=1)
 
 
 def test_chapter_10_held_out_dates_are_disjoint_from_training():

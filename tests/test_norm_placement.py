@@ -207,3 +207,82 @@ def test_format_table_shows_every_seed_of_every_setting():
         for _, values in rows:
             assert " ".join(f"{v:.3f}" for v in values) in shown
     assert all(len(line) <= 79 and line == line.rstrip() for line in lines)
+
+
+def test_train_placement_takes_radam_and_names_a_bad_optimizer():
+    from attnbook.experiments.norm_placement import OPTIMIZERS
+
+    assert OPTIMIZERS["radam"] is torch.optim.RAdam
+    with pytest.raises(ValueError, match="optimizer"):
+        train_placement("post-LN", 1e-3, steps=10, optimizer="sgd")
+    runs = [
+        train_placement(
+            "post-LN", 1e-2, steps=10, batch_size=8, eval_size=8,
+            optimizer=name, num_layers=1,
+        )["loss"]
+        for name in ("adam", "radam")
+    ]  # fmt: skip
+    assert runs[0][0] == runs[1][0]  # same weights and first batch
+    assert runs[0][1:] != runs[1][1:]  # different updates
+
+
+def test_early_steps_measures_at_each_checkpoint_and_keeps_the_rng():
+    from attnbook.experiments.norm_placement import early_steps
+
+    state = torch.get_rng_state()
+    record = early_steps(
+        "post-LN", checkpoints=(0, 2), num_layers=2, probe_size=16
+    )
+    assert torch.equal(state, torch.get_rng_state())
+    assert record["steps"] == [0, 2]
+    assert len(record["spread"]) == 2 and len(record["spread"][0]) == 2
+    assert record["dead"][0] == [0.0, 0.0]  # no unit dead at init
+    assert all(0 < s < 1 for s in record["spread"][0])
+    with pytest.raises(ValueError, match="checkpoints"):
+        early_steps("post-LN", checkpoints=(0, -1))
+
+
+def test_post_ln_without_warm_up_stops_reading_its_input():
+    # the chapter's claim, in float64: after 20 Adam steps at 1e-2 the top
+    # post-LN block's [CLS] output hardly depends on the input, the pre-LN
+    # one from the same weights still does
+    from attnbook.experiments.norm_placement import early_steps
+
+    runs = {
+        p: early_steps(p, checkpoints=(0, 20), probe_size=64)
+        for p in PLACEMENTS
+    }
+    post, pre = runs["post-LN"], runs["pre-LN"]
+    assert post["spread"][0][-1] > 0.1 and pre["spread"][0][-1] > 0.1
+    assert post["spread"][1][-1] < 0.2 * pre["spread"][1][-1]
+    assert post["logit_spread"][1] < 0.1 * pre["logit_spread"][1]
+
+
+def test_shipped_radam_comparison_is_pinned_and_matched():
+    from attnbook.experiments.norm_placement import (
+        RADAM_ARMS,
+        RADAM_SEEDS,
+        format_radam_table,
+        load_radam_comparison,
+    )
+
+    results = load_radam_comparison()
+    runs = results["runs"]
+    assert len(runs) == len(results["lrs"]) * len(RADAM_ARMS) * len(
+        RADAM_SEEDS
+    )
+    # every arm has every seed at every rate: the comparison is matched
+    for lr in results["lrs"]:
+        for optimizer, warmup in RADAM_ARMS:
+            seeds = sorted(
+                r["seed"] for r in runs
+                if (r["lr"], r["optimizer"], r["warmup"])
+                == (lr, optimizer, warmup)
+            )  # fmt: skip
+            assert seeds == list(RADAM_SEEDS)
+    # the arms start from the same weights and batches: equal first losses
+    for seed in RADAM_SEEDS:
+        first = {r["first_losses"][0] for r in runs if r["seed"] == seed}
+        assert len(first) == 1
+    table = format_radam_table(results)
+    assert table.count("\n") == len(results["lrs"]) * len(RADAM_ARMS)

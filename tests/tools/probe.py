@@ -838,6 +838,21 @@ fn(
     steps=2,
     batch_size=4,
     eval_size=8,
+    optimizer="radam",
+)
+fn(
+    "experiments.norm_placement.early_steps",
+    placement="post-LN",
+    checkpoints=(0, 1),
+    num_layers=1,
+    probe_size=4,
+)
+fn("experiments.norm_placement.load_radam_comparison")
+fn(
+    "experiments.norm_placement.format_radam_table",
+    results=lambda: resolve(
+        "attnbook.experiments.norm_placement.load_radam_comparison"
+    )(),
 )
 fn("experiments.norm_placement.load_comparison")
 fn(
@@ -2227,7 +2242,28 @@ method(
     return_weights=True,
     ablate=[(0, 1)],
 )
-fn("nn.beam_search.beam_search", model=EDT, **SRC, beam_width=2, max_len=4)
+fn(
+    "nn.beam_search.beam_search",
+    model=EDT,
+    **SRC,
+    beam_width=2,
+    max_len=4,
+    alpha=0.6,
+    use_cache=True,
+)
+fn(
+    "nn.beam_search.length_penalty",
+    lengths=lambda: torch.tensor([1.0, 4.0, 9.0]),
+    alpha=0.6,
+)
+fn(
+    "nn.beam_search.reorder_caches",
+    _mutable=("caches",),
+    caches=lambda: [
+        {"keys": torch.randn(4, 2, 3, 5), "values": torch.randn(4, 2, 3, 5)}
+    ],
+    rows=lambda: torch.tensor([1, 1, 0, 3]),
+)
 fn(
     "nn.beam_search.sequence_log_probs",
     model=EDT,
@@ -2426,6 +2462,7 @@ method(
     lambda: shipped("date_transformer"),
     strings=["3 May 1999", "1999-5-3"],
     beam_width=2,
+    alpha=0.6,
 )
 
 

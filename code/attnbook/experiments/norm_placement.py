@@ -36,6 +36,7 @@ from .._checks import (
     require_training,
     seeded,
 )
+from .._weights import read_pinned
 from ..measure.threads import single_thread
 from ..nn.encoder import LayerNorm, TransformerEncoderBlock
 from ..tasks.order_classifier import (
@@ -46,6 +47,18 @@ from ..tasks.order_classifier import (
 )
 
 PLACEMENTS = ("post-LN", "pre-LN")
+OPTIMIZERS = {"adam": torch.optim.Adam, "radam": torch.optim.RAdam}
+# python -m attnbook.train.norm_placement_radam: post-LN, (optimizer, warm-up)
+# arms at each learning rate and seed, the sweep's recipe otherwise
+RADAM_FILE = "norm_placement_radam.json"
+RADAM_ARMS = (("adam", 0), ("adam", 50), ("radam", 0))
+RADAM_LRS = (1e-2, 3e-2)
+RADAM_SEEDS = (0, 1, 2, 3, 4)
+RADAM_STEPS = 250
+RADAM_SIZES = {"num_layers": 4}
+NORM_PLACEMENT_RADAM_SHA256 = (
+    "9070a20434450ce9c3207242af11de6a4dc240cee5c04e5fc59b39bb1fbf47d8"
+)
 RESULTS_FILE = (
     Path(__file__).resolve().parents[1] / "data" / "norm_placement.json"
 )
@@ -165,6 +178,109 @@ def gradient_norms_at_init(
     ]
 
 
+def early_steps(
+    placement: str,
+    lr: float = 1e-2,
+    checkpoints=(0, 1, 2, 5, 40),
+    seed: int = 0,
+    num_layers: int = 4,
+    probe_size: int = 256,
+) -> dict:
+    """What the first Adam steps without warm-up do to each block, in
+    float64.
+
+    Trains ``placement_classifier(placement, seed, num_layers=num_layers)``
+    as ``train_placement`` does (Adam at peak ``lr``, no warm-up, linear
+    decay over 250 steps, the batches of ``seed``) for ``max(checkpoints)``
+    steps, and after each step count in ``checkpoints`` (0: at
+    initialisation) measures on ``probe_size`` fixed sequences:
+
+    - "spread": per block, how much its [CLS] output depends on the input:
+      the root-mean-square over features of its standard deviation across
+      the sequences, divided by the root-mean-square of the output itself
+      (1: as varied as it is large; 0: the same for every input);
+    - "dead": per block, the fraction of FFN hidden units whose input to
+      the ReLU is <= 0 at every real token of every sequence;
+    - "logit_spread": the standard deviation across the sequences of the
+      difference of the two logits.
+
+    Returns {"steps": [...], "spread": [[per block] per checkpoint],
+    "dead": [...], "logit_spread": [...]}. Runs on one thread; torch's
+    global random state is left alone.
+    """
+    if not isinstance(checkpoints, (tuple, list)) or not checkpoints:
+        raise ValueError(
+            "checkpoints must be a non-empty tuple or list of step counts, "
+            f"got {checkpoints!r:.60}"
+        )
+    for step in checkpoints:
+        require_int("checkpoints", step, minimum=0)
+    require_training(lr=lr, steps=max(checkpoints) or 1, warmup=0)
+    require_int("probe_size", probe_size)
+    with single_thread(), keep_global_rng():
+        model = _seeded_placement_classifier(
+            placement, seed, num_layers=num_layers
+        ).to(torch.float64)
+        optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+        schedule = torch.optim.lr_scheduler.LambdaLR(
+            optimizer, lambda s: warmup_schedule(s, 250, 0)
+        )
+        batches = torch.Generator().manual_seed(seed + 1)
+        probe = order_batch(
+            probe_size, generator=torch.Generator().manual_seed(123)
+        )
+        records = {"steps": [], "spread": [], "dead": [], "logit_spread": []}
+        for step in range(max(checkpoints) + 1):
+            if step in checkpoints:
+                for key, value in _block_probe(model, *probe[:2]).items():
+                    records[key].append(value)
+                records["steps"].append(step)
+            if step == max(checkpoints):
+                break
+            model.train()
+            tokens, lens, labels = order_batch(64, generator=batches)
+            loss = F.cross_entropy(model(tokens, lens), labels)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            schedule.step()
+    return records
+
+
+@torch.no_grad()
+def _block_probe(model, tokens, lens) -> dict:
+    """``early_steps``' three measurements of ``model`` on one batch."""
+    outputs, hidden = [], []
+    hooks = [
+        block.register_forward_hook(
+            lambda m, a, out: outputs.append(
+                out[0] if isinstance(out, tuple) else out
+            )
+        )
+        for block in model.encoder.blocks
+    ] + [
+        block.ffn.linear1.register_forward_hook(
+            lambda m, a, out: hidden.append(out)
+        )
+        for block in model.encoder.blocks
+    ]
+    try:
+        logits = model.eval()(tokens, lens)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    real = torch.arange(tokens.shape[1]) < lens[:, None]  # (B, n)
+    spread, dead = [], []
+    for out, pre in zip(outputs, hidden):
+        cls = out[:, 0]  # (B, d)
+        size = cls.pow(2).mean().sqrt()
+        spread.append((cls.var(0).mean().sqrt() / size).item())
+        alive = (pre > 0) & real[..., None]  # (B, n, d_ff)
+        dead.append(1.0 - alive.any(1).any(0).double().mean().item())
+    logit_spread = (logits[:, 1] - logits[:, 0]).std().item()
+    return {"spread": spread, "dead": dead, "logit_spread": logit_spread}
+
+
 def warmup_schedule(step: int, steps: int, warmup: int) -> float:
     """Learning-rate factor at ``step`` (0-based): linear rise over
     ``warmup`` steps, then linear decay to 0."""
@@ -188,12 +304,15 @@ def train_placement(
     batch_size: int = 64,
     seed: int = 0,
     eval_size: int = 1000,
+    optimizer: str = "adam",
     **sizes,
 ) -> dict:
     """Train one "A before B?" classifier; returns its loss curve and held-out
     results.
 
-    Adam at peak learning rate ``lr``; the rate rises linearly over ``warmup``
+    ``optimizer`` "adam" (``torch.optim.Adam``) or "radam" (rectified Adam,
+    Liu et al. 2020, ``torch.optim.RAdam``; same betas and eps) at peak
+    learning rate ``lr``; the rate rises linearly over ``warmup``
     steps (0: no warm-up) and then decays linearly to 0 at ``steps``. The
     training batches (fresh at every step) and the initial weights depend only
     on ``seed``, so both placements see the same data from the same start. Runs
@@ -204,9 +323,13 @@ def train_placement(
     """
     require_training(lr=lr, steps=steps, warmup=warmup, batch_size=batch_size)
     require_int("eval_size", eval_size)
+    if optimizer not in OPTIMIZERS:
+        raise ValueError(
+            f"optimizer must be one of {tuple(OPTIMIZERS)}, got {optimizer!r}"
+        )
     with single_thread(), keep_global_rng():
         model = _seeded_placement_classifier(placement, seed, **sizes)
-        optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+        optimizer = OPTIMIZERS[optimizer](model.parameters(), lr=lr)
         schedule = torch.optim.lr_scheduler.LambdaLR(
             optimizer, lambda s: warmup_schedule(s, steps, warmup)
         )
@@ -354,6 +477,43 @@ def format_table(results: dict, key: str = "eval_accuracy") -> str:
             seeds = [" ".join(f"{v:.3f}" for v in vs) for _, vs in rows[part]]
             lines.append(f"{placement:9} {warmup:>7} | " + " | ".join(seeds))
     return "\n".join(lines[1:])
+
+
+def load_radam_comparison() -> dict:
+    """The shipped ``data/norm_placement_radam.json`` of
+    ``python -m attnbook.train.norm_placement_radam`` (checked against its
+    pinned SHA-256): post-LN without warm-up under RAdam, beside Adam with
+    and without warm-up, at matched seeds, batches and initial weights."""
+    return json.loads(read_pinned(RADAM_FILE, NORM_PLACEMENT_RADAM_SHA256))
+
+
+def format_radam_table(results: dict) -> str:
+    """``load_radam_comparison()`` as text: one line per (learning rate,
+    optimizer, warm-up) with the held-out accuracy of every seed and the
+    number of seeds above 0.9."""
+    if not isinstance(results, dict) or not {"lrs", "arms", "runs"} <= set(
+        results
+    ):
+        raise ValueError(
+            "results must be the dict load_radam_comparison returns (with "
+            "'lrs', 'arms' and 'runs')"
+        )
+    lines = [f"{'peak lr':>7}  {'optimizer':9} {'warm-up':>7} | accuracy"]
+    for lr in results["lrs"]:
+        for optimizer, warmup in results["arms"]:
+            accs = [
+                run["eval_accuracy"]
+                for run in results["runs"]
+                if (run["lr"], run["optimizer"], run["warmup"])
+                == (lr, optimizer, warmup)
+            ]
+            trained = sum(a > 0.9 for a in accs)
+            lines.append(
+                f"{lr:>7g}  {optimizer:9} {warmup:>7} | "
+                + " ".join(f"{a:.3f}" for a in accs)
+                + f"  ({trained} of {len(accs)} above 0.9)"
+            )
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,14 @@ decoding.
 
 import torch
 
-from .._checks import require_int
+from .._checks import (
+    require_finite_number,
+    require_flag,
+    require_float,
+    require_ids,
+    require_int,
+    require_tensor,
+)
 from .decoder import EncoderDecoderTransformer
 
 
@@ -21,6 +28,68 @@ def _require_model(model) -> None:
         )
 
 
+MAX_ALPHA = 10.0  # beyond it lp overflows float32 for long outputs
+
+
+def length_penalty(lengths: torch.Tensor, alpha: float) -> torch.Tensor:
+    """GNMT's length penalty (Wu et al. 2016, section 7):
+    lp(|y|) = ((5 + |y|) / 6) ** alpha, elementwise over ``lengths``.
+
+    Beam search with a penalty ranks an output y by log p(y | x) / lp(|y|);
+    alpha = 0 gives lp = 1 (no normalisation), and a larger alpha favours
+    longer outputs. Vaswani et al. (2017) used alpha = 0.6. lengths: a float
+    tensor of lengths >= 0; alpha in [0, MAX_ALPHA].
+    """
+    require_float("lengths", lengths)
+    if lengths.numel() and not bool((lengths >= 0).all()):
+        raise ValueError("lengths must be >= 0 (and not NaN)")
+    _require_alpha(alpha)
+    return ((5.0 + lengths) / 6.0) ** alpha
+
+
+def _require_alpha(alpha) -> float:
+    return require_finite_number("alpha", alpha, 0.0, MAX_ALPHA)
+
+
+def reorder_caches(caches: list, rows: torch.Tensor) -> None:
+    """Gather every layer's key-value cache (the dicts ``step`` fills, keys
+    and values (B * k, h, t, d_k)) by ``rows`` (B * k,): row r of the new
+    cache is row ``rows[r]`` of the old one, the prefix that beam r now
+    extends. In place; an empty cache is left empty."""
+    if not isinstance(caches, list) or not all(
+        isinstance(c, dict) for c in caches
+    ):
+        raise TypeError("caches must be a list of dicts (one per layer)")
+    batch = set()
+    for cache in caches:
+        for name, cached in cache.items():
+            require_tensor(f"cache[{name!r}]", cached)
+            if cached.dim() != 4:
+                raise ValueError(
+                    f"cache[{name!r}] must be (B * k, h, t, d_k), got shape "
+                    f"{tuple(cached.shape)}"
+                )
+            batch.add(cached.shape[0])
+    if len(batch) > 1:
+        raise ValueError(f"the caches hold different batch sizes {batch}")
+    require_ids("rows", rows, batch.pop() if batch else 2**62, dims=1)
+    for cache in caches:
+        for name in list(cache):
+            cache[name] = cache[name].index_select(0, rows)
+
+
+def _step_logits(model, tokens, t, memory, mask, caches, memory_kv):
+    """Logits (B * k, vocab) for the next token of every prefix: one cached
+    ``step`` per layer for the last token, or ``decode`` over the whole
+    prefix when ``caches`` is None."""
+    if caches is None:
+        return model.decode(tokens, memory, mask)[:, -1]
+    x = model.embed_target(tokens[:, -1:], start=t)
+    for block, cache, kv in zip(model.decoder.blocks, caches, memory_kv):
+        x, _, _ = block.step(x, cache, kv, mask)
+    return model.output(x[:, -1])
+
+
 @torch.inference_mode()
 def beam_search(
     model: EncoderDecoderTransformer,
@@ -28,20 +97,31 @@ def beam_search(
     src_lens=None,
     beam_width: int = 4,
     max_len: int = 16,
+    alpha: float = 0.0,
+    use_cache: bool = False,
 ):
     """Beam search from BOS for every source sequence.
 
     src (B, n_src) ids, src_lens (B,) or None. A prefix that has produced EOS
-    is finished: it is extended only by EOS, at no cost. Scores are total
-    log-probabilities (no length normalisation). Stops after ``max_len``
-    tokens or once every kept prefix is finished. Returns (tokens (B, T)
-    without the BOS, the best prefix of each input; scores (B,) its total
-    log-probability). Each step re-runs the teacher-forced ``decode`` on the
-    B * beam_width prefixes (no key-value cache: short outputs only).
+    is finished: it is extended only by EOS, at no cost, and its length stays
+    that up to and including its EOS. Prefixes are ranked by total
+    log-probability divided by ``length_penalty(length, alpha)`` (alpha = 0:
+    total log-probability). Stops after ``max_len`` tokens or once every kept
+    prefix is finished. Returns (tokens (B, T) without the BOS, the best
+    prefix of each input; scores (B,) its ranking score).
+
+    ``use_cache=False`` re-runs the teacher-forced ``decode`` on the
+    B * beam_width prefixes at each step. ``use_cache=True`` runs one
+    ``step`` per layer on the newest token and keeps the keys and values of
+    each layer; as the kept prefixes change parents, every layer's cache is
+    gathered by the parent of each new beam (``reorder_caches``). Both give
+    the same beams.
     """
     _require_model(model)
     require_int("beam_width", beam_width)
     require_int("max_len", max_len)
+    alpha = _require_alpha(alpha)
+    require_flag("use_cache", use_cache)
     if max_len > model.tgt_positions.max_len:
         raise ValueError(
             f"max_len ({max_len}) must be at most max_tgt_len "
@@ -52,27 +132,42 @@ def beam_search(
     memory = memory.repeat_interleave(k, dim=0)  # (B * k, n_src, E)
     if mask is not None:
         mask = mask.repeat_interleave(k, dim=0)
+    caches = memory_kv = None
+    if use_cache:
+        caches = [{} for _ in model.decoder.blocks]
+        memory_kv = [
+            b.memory_keys_values(memory) for b in model.decoder.blocks
+        ]
     tokens = torch.full((batch * k, 1), model.bos, device=src.device)
     # only the first beam is live at the start: the others are copies
-    scores = torch.full((batch, k), float("-inf"), device=src.device)
-    scores[:, 0] = 0.0
-    for _ in range(max_len):
-        logits = model.decode(tokens, memory, mask)[:, -1]
-        log_probs = torch.log_softmax(logits.float(), dim=-1)
+    log_p = torch.full((batch, k), float("-inf"), device=src.device)
+    log_p[:, 0] = 0.0
+    lengths = torch.zeros(batch, k, device=src.device)  # up to the EOS
+    for t in range(max_len):
         finished = tokens[:, -1] == model.eos
-        if tokens.shape[1] > 1 and finished.all():
+        if t > 0 and finished.all():
             break
+        logits = _step_logits(
+            model, tokens, t, memory, mask, caches, memory_kv
+        )
+        log_probs = torch.log_softmax(logits.float(), dim=-1)
         log_probs[finished] = float("-inf")
         log_probs[finished, model.eos] = 0.0
         vocab = log_probs.shape[-1]
-        total = scores[:, :, None] + log_probs.view(batch, k, vocab)
-        scores, best = total.view(batch, k * vocab).topk(k, dim=-1)
+        total = log_p[:, :, None] + log_probs.view(batch, k, vocab)
+        grown = lengths + (~finished).view(batch, k).float()  # (B, k)
+        ranked = total / length_penalty(grown, alpha)[:, :, None]
+        _, best = ranked.view(batch, k * vocab).topk(k, dim=-1)
         beam, token = best // vocab, best % vocab
+        log_p = total.view(batch, -1).gather(1, best)
+        lengths = grown.gather(1, beam)
         rows = torch.arange(batch, device=src.device)[:, None] * k + beam
-        tokens = torch.cat(
-            [tokens[rows.flatten()], token.flatten()[:, None]], dim=1
-        )
-    return tokens.view(batch, k, -1)[:, 0, 1:], scores[:, 0]
+        rows = rows.flatten()
+        tokens = torch.cat([tokens[rows], token.flatten()[:, None]], dim=1)
+        if use_cache:
+            reorder_caches(caches, rows)  # each beam keeps its parent's past
+    scores = log_p[:, 0] / length_penalty(lengths[:, 0], alpha)
+    return tokens.view(batch, k, -1)[:, 0, 1:], scores
 
 
 @torch.inference_mode()
@@ -83,7 +178,13 @@ def sequence_log_probs(
     (without BOS, as ``generate`` and ``beam_search`` return them), up to and
     including its first EOS: (B,). The score ``beam_search`` maximises."""
     _require_model(model)
+    require_ids("tokens", tokens, model.tgt_vocab_size, dims=2)
     memory, mask = model.encode(src, src_lens)
+    if tokens.shape[0] != memory.shape[0]:
+        raise ValueError(
+            f"tokens hold {tokens.shape[0]} outputs for "
+            f"{memory.shape[0]} sources"
+        )
     bos = torch.full_like(tokens[:, :1], model.bos)
     logits = model.decode(torch.cat([bos, tokens[:, :-1]], 1), memory, mask)
     log_probs = torch.log_softmax(logits.float(), dim=-1)

@@ -240,16 +240,17 @@ class TransformerDecoderBlock(nn.Module):
     ``linear2``).
 
     Generation with a key-value cache: ``step(x, cache, memory_kv,
-    memory_mask)`` takes x (B, 1, E), the block's input at the new position
-    only. ``cache`` is a dict, empty at the first step; ``cache["keys"]`` and
-    ``cache["values"]`` (B, h, t, d_k) hold the self-attention keys and values
-    of the t earlier positions and gain the new position's (updated in place,
-    only once the step has passed its checks). memory_kv is
-    ``memory_keys_values(memory)``, computed once; memory_mask is as in
-    ``forward`` (a key-padding mask (B, 1, 1, n_src)). It returns (y (B, 1, E),
-    self_weights (B, h, 1, t + 1), cross_weights (B, h, 1, n_src)). No causal
-    mask is needed: the cache holds the past only. Generation runs in eval
-    mode, so ``step`` applies no dropout.
+    memory_mask)`` takes x (B, 1, d_model), the block's input at the new
+    position only. ``cache`` is a dict, empty at the first step;
+    ``cache["keys"]`` and ``cache["values"]`` (B, h, t, d_k) hold the
+    self-attention keys and values of the t earlier positions and gain the
+    new position's (updated in place, only once the step has passed its
+    checks). memory_kv is ``memory_keys_values(memory)``, computed once;
+    memory_mask is as in ``forward`` (a key-padding mask (B, 1, 1, n_src)).
+    It returns (y (B, 1, d_model), self_weights (B, h, 1, t + 1),
+    cross_weights (B, h, 1, n_src)). No causal mask is needed: the cache
+    holds the past only. Generation runs in eval mode, so ``step`` applies
+    no dropout.
     """
 
     @restores_rng_on_error
@@ -345,8 +346,8 @@ class TransformerDecoderBlock(nn.Module):
         return _project_keys_values(self.cross_attn, memory)
 
     def step(self, x: torch.Tensor, cache: dict, memory_kv, memory_mask=None):
-        """One generation step for x (B, 1, E), the new position only: the
-        class docstring describes the cache, memory_kv and the results."""
+        """One generation step for x (B, 1, d_model), the new position only:
+        the class docstring describes the cache, memory_kv and the results."""
         self._check_step(x, memory_kv, memory_mask)
         q, k, v = _project_heads(self.self_attn, x)  # of the new position
         k, v = _with_cache(cache, k, v)  # cached positions, then the new one
@@ -364,8 +365,8 @@ class TransformerDecoderBlock(nn.Module):
         require_float("x", x)
         if x.dim() != 3 or x.shape[1] != 1:
             raise ValueError(
-                f"step takes the new position only: x must be (B, 1, E), got "
-                f"{tuple(x.shape)}"
+                "step takes the new position only: x must be (B, 1, "
+                f"d_model), got {tuple(x.shape)}"
             )
         if not isinstance(memory_kv, (tuple, list)) or len(memory_kv) != 2:
             raise TypeError(
@@ -385,8 +386,9 @@ class TransformerDecoderBlock(nn.Module):
             )
 
     def _read_memory(self, x, memory_kv, memory_mask):
-        """Cross-attention of x (B, 1, E) over the memory's keys and values,
-        projected once by ``memory_keys_values``: (output, weights)."""
+        """Cross-attention of x (B, 1, d_model) over the memory's keys and
+        values, projected once by ``memory_keys_values``: (output,
+        weights)."""
         q = _project_query(self.cross_attn, x)
         return _attend(self.cross_attn, q, *memory_kv, memory_mask)
 

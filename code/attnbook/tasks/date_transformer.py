@@ -6,6 +6,7 @@ import torch
 
 from .._checks import (
     keep_global_rng,
+    require_finite_number,
     require_flag,
     require_int,
     require_translator,
@@ -122,19 +123,22 @@ class DateTransformer:
         return outputs, per_input
 
     @torch.no_grad()
-    def translate_beam(self, strings, beam_width: int = 4):
+    def translate_beam(self, strings, beam_width: int = 4, alpha: float = 0.0):
         """Translate a list of strings with beam search
-        (``attnbook.nn.beam_search.beam_search``) of width ``beam_width``;
+        (``attnbook.nn.beam_search.beam_search``, with the key-value cache)
+        of width ``beam_width`` and length penalty ``alpha`` (0: none);
         ``beam_width=1`` gives what ``translate`` gives."""
         require_int("beam_width", beam_width)
+        require_finite_number("alpha", alpha, 0.0)
         strings, src, lengths = self.source_vocab.encode_for_translation(
             strings
         )
         if not strings:
             return []
         tokens, _ = beam_search(
-            self.model, src, lengths, beam_width, self.max_steps
-        )
+            self.model, src, lengths, beam_width, self.max_steps, alpha,
+            use_cache=True,
+        )  # fmt: skip
         return self.target_vocab.decode(tokens)
 
 
