@@ -466,6 +466,28 @@ def require_matrix_fits(
         )
 
 
+def require_activations_fit(
+    name: str, value: torch.Tensor, numbers: int, dtype, what: str
+) -> None:
+    """Raise ``ValueError`` before ``what`` computes ``numbers`` activations
+    (intermediate numbers of ``dtype``, counted over the whole call) for
+    ``name`` = ``value`` when they would exceed the memory limit.
+
+    A batch of many rows through a small model (e.g. an ``expand``-ed view of
+    10**6 rows) allocates little at a time, yet streams gigabytes through
+    memory for many seconds: its work is bounded by the same limit.
+    """
+    size = int(numbers) * torch.empty((), dtype=dtype).element_size()
+    limit = _MATRIX_LIMIT["bytes"]
+    if size > limit:
+        raise ValueError(
+            f"{name} of shape {tuple(value.shape)}: {what} computes about "
+            f"{size / 2**30:,.1f} GiB of activations (limit "
+            f"{limit / 2**30:,.1f} GiB): pass fewer rows or raise the "
+            "limit with attnbook.set_matrix_memory_limit(bytes)"
+        )
+
+
 def require_weights_fit(what: str, *shapes) -> None:
     """A layer's parameters (float32 tensors of ``shapes``) within the
     memory limit, checked before any is allocated."""

@@ -25,6 +25,7 @@ from torch import nn
 
 from .._checks import (
     all_finite,
+    require_activations_fit,
     require_float,
     require_int,
     require_module_dtype,
@@ -87,6 +88,11 @@ def _check_inputs(module, x, target=_NO_TARGET) -> torch.Tensor:
     (B, n) permutations of 0..n-1. Returns x."""
     _check_values(x)
     require_module_dtype(module, x=x)
+    n, hidden = x.shape[1], module.hidden_dim
+    # a pass: the encoder (~7 n H a row), then n decoding steps, each
+    # scoring n encoder states additively (~8 H + 3 n H + 4 n a row)
+    numbers = len(x) * n * (15 * hidden + 3 * n * hidden + 4 * n)
+    require_activations_fit("x", x, numbers, x.dtype, "a pointer network")
     if target is not _NO_TARGET:
         _check_permutations(x, target)
     return x
