@@ -64,3 +64,45 @@ def test_a_pointer_network_refuses_a_million_rows_before_decoding():
         r"x of shape \(1000000, 5\): a pointer network computes",
     )
     assert network.decode(torch.rand(3, 5)).shape == (3, 5)
+
+
+def test_teacher_forced_training_needs_a_generator_and_leaves_the_rng():
+    from attnbook.tasks.sorting import sorting_batch, teacher_forced_training
+
+    torch.manual_seed(0)
+    network = PointerNetwork(8)
+    before = [p.detach().clone() for p in network.parameters()]
+    state = torch.get_rng_state()
+    with pytest.raises(TypeError, match="generator must be a torch.Gen"):
+        teacher_forced_training(
+            network, sorting_batch, None, steps=1, batch_size=2,
+            lengths=(3, 4), lr=1e-3, final_lr=1e-4,
+        )  # fmt: skip
+    assert torch.equal(torch.get_rng_state(), state)
+    for old, new in zip(before, network.parameters()):
+        assert torch.equal(old, new)
+
+
+def test_held_out_batch_documents_its_draws_from_the_global_generator():
+    from attnbook.tasks.order_classifier import held_out_batch
+
+    assert "None: torch's global" in " ".join(held_out_batch.__doc__.split())
+    generator = torch.Generator().manual_seed(0)
+    state = torch.get_rng_state()
+    held_out_batch(4, set(), max_len=6, generator=generator)
+    assert torch.equal(torch.get_rng_state(), state)
+
+
+def test_finetune_rope_names_both_sizes_of_a_model_of_another_size():
+    from attnbook.nn.position_schemes import PositionSchemeTransformer
+    from attnbook.tasks.long_context import finetune_rope
+
+    torch.manual_seed(0)
+    small = PositionSchemeTransformer("rope", 10, 8, 2, 1, max_len=16)
+    state = torch.get_rng_state()
+    with pytest.raises(
+        ValueError, match=r"'embed_dim': 8.*'embed_dim': 64"
+    ) as error:
+        finetune_rope(small, "linear", steps=0)
+    assert "'vocab_size': 10" in str(error.value)
+    assert torch.equal(torch.get_rng_state(), state)

@@ -187,6 +187,7 @@ def finetune_rope(
             "finetune_rope needs a trained 'rope' PositionSchemeTransformer, "
             f"got {type(model).__name__}"
         )
+    _require_lab_sizes(model)
     with single_thread(), keep_global_rng():
         copy = build_model("rope")
         copy.load_state_dict(model.state_dict())
@@ -195,6 +196,29 @@ def finetune_rope(
             generator = torch.Generator().manual_seed(seed + 101)
             _fit(copy, steps, batch_size, lr, 0.0, length, generator)
     return copy.eval()
+
+
+def _require_lab_sizes(model) -> None:
+    """``ValueError`` unless ``model`` has the lab's sizes (``TASK``'s
+    vocabulary, ``MODEL_CONFIG``, max_len = max(LENGTHS)), the sizes of the
+    copy that ``finetune_rope`` fine-tunes."""
+    wanted = {
+        "vocab_size": TASK["vocab_size"],
+        "max_len": max(LENGTHS),
+        **MODEL_CONFIG,
+    }
+    sizes = {
+        "vocab_size": model.vocab_size,
+        "max_len": model.max_len,
+        "embed_dim": model.token_embedding.embedding_dim,
+        "num_heads": model.num_heads,
+        "num_layers": model.num_layers,
+    }
+    if sizes != wanted:
+        raise ValueError(
+            f"model has the sizes {sizes}, the lab's models {wanted}: "
+            "finetune_rope fine-tunes a copy of the lab's size"
+        )
 
 
 def scale(model, scaling, length: int, **ramp) -> None:

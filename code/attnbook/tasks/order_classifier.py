@@ -153,8 +153,9 @@ def held_out_batch(
     disjoint from training data.
 
     exclude: a set of id tuples, e.g. from ``training_sequences``. Draws
-    batches of ``batch_size`` with ``generator`` and keeps the sequences not
-    in ``exclude`` (nor already kept) until ``batch_size`` are kept. Returns
+    batches of ``batch_size`` with ``generator`` (None: torch's global
+    generator, as torch does) and keeps the sequences not in ``exclude``
+    (nor already kept) until ``batch_size`` are kept. Returns
     tokens (batch_size, max_len), valid_lens (batch_size,), labels
     (batch_size,) as ``order_batch`` does.
     """

@@ -208,7 +208,9 @@ def teacher_forced_training(
     batch ``draw_batch(batch_size, n, generator)`` -> (inputs, targets), the
     model's teacher-forced ``loss``; Adam with the learning rate decaying
     exponentially from ``lr`` to ``final_lr``, gradients clipped at norm 1.
-    Returns the list of the ``steps`` training losses."""
+    Returns the list of the ``steps`` training losses. Every draw uses
+    ``generator`` (required: torch's global RNG is never touched)."""
+    require_generator("generator", generator)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     decay = (final_lr / lr) ** (1.0 / max(steps - 1, 1))
     schedule = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=decay)
