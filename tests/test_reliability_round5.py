@@ -106,3 +106,37 @@ def test_finetune_rope_names_both_sizes_of_a_model_of_another_size():
         finetune_rope(small, "linear", steps=0)
     assert "'vocab_size': 10" in str(error.value)
     assert torch.equal(torch.get_rng_state(), state)
+
+
+def test_lookup_loss_refuses_a_batch_with_nothing_predictable():
+    from attnbook.tasks.long_context import lookup_loss
+
+    logits, tokens = torch.randn(2, 8, 5), torch.randint(0, 5, (2, 8))
+    nothing = torch.zeros(2, 8, dtype=torch.bool)
+    with pytest.raises(ValueError, match="predictable marks no token"):
+        lookup_loss(logits, tokens, nothing)
+    some = nothing.clone()
+    some[:, 4:] = True
+    assert torch.isfinite(lookup_loss(logits, tokens, some))
+
+
+@pytest.mark.parametrize(
+    "logits, tokens, match",
+    [
+        (torch.randn(2, 8), None, "logits must have shape"),
+        (torch.randn(2, 8, 0), None, "vocab >= 1"),
+        (torch.randn(2, 8, 5).long(), None, "logits must be a floating"),
+        (None, torch.randint(0, 5, (2, 8)).int(), "tokens must be int64"),
+        (None, torch.randint(0, 5, (2, 8)).float(), "tokens must hold"),
+        (None, torch.full((2, 8), 7), r"tokens holds id 7, outside \[0, 5\)"),
+        (torch.randn(1, 2, 8, 5), None, "logits must have shape"),
+    ],
+)
+def test_predictable_loss_names_bad_logits_and_tokens(logits, tokens, match):
+    from attnbook.tasks.induction import predictable_loss
+
+    logits = torch.randn(2, 8, 5) if logits is None else logits
+    tokens = torch.randint(0, 5, (2, 8)) if tokens is None else tokens
+    predictable = torch.ones(2, 8, dtype=torch.bool)
+    with pytest.raises((TypeError, ValueError), match=match):
+        predictable_loss(logits, tokens, predictable)

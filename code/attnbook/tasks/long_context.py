@@ -27,7 +27,6 @@ import math
 import time
 
 import torch
-import torch.nn.functional as F
 
 from .._checks import (
     keep_global_rng,
@@ -41,7 +40,7 @@ from .._weights import load_pinned, read_pinned
 from ..measure.head_scores import previous_token_score
 from ..measure.threads import single_thread
 from ..nn.position_schemes import SCHEMES, PositionSchemeTransformer
-from .induction import repeated_batch
+from .induction import predictable_loss, repeated_batch
 
 RESULTS_FILE = "long_context.json"
 LONG_CONTEXT_SHA256 = (
@@ -108,9 +107,8 @@ def lab_batch(batch_size: int, length: int, generator: torch.Generator):
 
 def lookup_loss(logits, tokens, predictable) -> torch.Tensor:
     """Cross-entropy in nats of logits[:, i - 1] against token i over the
-    predictable tokens i."""
-    keep = predictable[:, 1:]
-    return F.cross_entropy(logits[:, :-1][keep], tokens[:, 1:][keep])
+    predictable tokens i: ``predictable_loss``, with its checks."""
+    return predictable_loss(logits, tokens, predictable)
 
 
 def _fit(model, steps, batch_size, lr, weight_decay, length, generator):
