@@ -175,3 +175,31 @@ def test_the_referent_model_names_bad_sentences(referent_inputs, edit, match):
         model(ids, it_index)
     row, weights = model(*referent_inputs)
     assert row.shape == referent_inputs[0].shape
+
+
+def _batch_calls():
+    from attnbook.tasks.convex_hull import hull_batch
+    from attnbook.tasks.induction import repeated_batch
+    from attnbook.tasks.long_context import lab_batch
+    from attnbook.tasks.recall import recall_batch
+
+    huge = 10**12
+    return [
+        ("repeated_batch", lambda g: repeated_batch(huge, 3, 8, 10, g)),
+        ("repeated_batch", lambda g: repeated_batch(2, 3, huge, 10, g)),
+        ("lab_batch", lambda g: lab_batch(huge, 48, g)),
+        ("hull_batch", lambda g: hull_batch(huge, 6, g)),
+        ("hull_batch", lambda g: hull_batch(2, huge, g)),
+        ("recall_batch", lambda g: recall_batch(huge, 3, g)),
+        ("recall_batch", lambda g: recall_batch(2, 3, g, num_keys=huge)),
+    ]
+
+
+@pytest.mark.parametrize("index", range(7))
+def test_batch_makers_refuse_a_batch_beyond_the_memory_limit(index):
+    name, call = _batch_calls()[index]
+    generator = torch.Generator().manual_seed(0)
+    state = generator.get_state()
+    with pytest.raises(ValueError, match=r"the batch.* would take .* GiB"):
+        call(generator)
+    assert torch.equal(generator.get_state(), state), name

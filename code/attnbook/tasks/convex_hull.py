@@ -10,6 +10,7 @@ from .._checks import (
     keep_global_rng,
     require_generator,
     require_int,
+    require_matrix_fits,
     require_training,
     seeded,
     seeded_generator,
@@ -73,6 +74,9 @@ def hull_batch(batch_size: int, n: int, generator: torch.Generator):
     require_int("batch_size", batch_size)
     require_int("n", n, minimum=3)
     require_generator("generator", generator)
+    require_matrix_fits(
+        "the batch", (batch_size, n, 2), torch.float32, "use a smaller one, or"
+    )
     points = torch.rand(batch_size, n, 2, generator=generator)
     target = torch.full((batch_size, n + 1), PAD)
     for row, cloud in enumerate(points.tolist()):

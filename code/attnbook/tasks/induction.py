@@ -39,6 +39,7 @@ from .._checks import (
     require_generator,
     require_ids,
     require_int,
+    require_matrix_fits,
     require_saved,
     require_tensor,
     require_training,
@@ -111,6 +112,12 @@ def repeated_batch(
             f"seq_len ({seq_len}) must be at least 2 * period "
             f"({2 * high}): the segment and one full repeat"
         )
+    require_matrix_fits(
+        "the batch",
+        (batch_size, seq_len),
+        torch.int64,
+        "use a smaller one, or",
+    )
     tokens = torch.randint(
         vocab_size, (batch_size, seq_len), generator=generator
     )

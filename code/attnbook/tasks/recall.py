@@ -35,6 +35,7 @@ from .._checks import (
     require_generator,
     require_int,
     require_int_in,
+    require_matrix_fits,
     require_tensor,
     require_training,
 )
@@ -94,6 +95,12 @@ def recall_batch(
             f"pairs = {pairs} needs at most num_keys = {num_keys} distinct "
             "keys"
         )
+    require_matrix_fits(
+        "the batch (keys and tokens)",
+        (batch_size, num_keys + 3 * pairs),
+        torch.int64,
+        "use a smaller one, or",
+    )
     keys = torch.rand(batch_size, num_keys, generator=generator)
     keys = keys.argsort(dim=1)[:, :pairs]  # P distinct keys per row
     values = num_keys + torch.randint(
