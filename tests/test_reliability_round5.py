@@ -203,3 +203,38 @@ def test_batch_makers_refuse_a_batch_beyond_the_memory_limit(index):
     with pytest.raises(ValueError, match=r"the batch.* would take .* GiB"):
         call(generator)
     assert torch.equal(generator.get_state(), state), name
+
+
+@pytest.mark.parametrize("bad", [None, "3", 2.5, 10**400])
+def test_the_evaluation_generators_name_a_bad_size(bad):
+    from attnbook.tasks import long_context, recall
+
+    with pytest.raises(ValueError, match="length (must be|= 1)"):
+        long_context.eval_generator(bad)
+    with pytest.raises(ValueError, match="pairs (must be|= 1)"):
+        recall.eval_generator(bad)
+    with pytest.raises(ValueError, match="pairs (must be|= 1)"):
+        recall.evaluation_batch(bad, sequences=2)
+
+
+@pytest.mark.parametrize("model", [None, 3])
+def test_the_accuracies_need_a_model(model):
+    from attnbook.tasks import long_context, recall
+
+    with pytest.raises(TypeError, match="model must be a"):
+        long_context.accuracy(model, 64, batches=1, batch_size=2)
+    with pytest.raises(TypeError, match="model must be a"):
+        long_context.accuracy_by_length(model, (64,))
+    with pytest.raises(TypeError, match="model must be a"):
+        recall.recall_accuracy(model, 4, sequences=2)
+    with pytest.raises(ValueError, match="PositionSchemeTransformer"):
+        long_context.scale(torch.nn.Linear(2, 2), "yarn", 128)
+
+
+def test_the_lab_accuracy_bounds_its_evaluation_tokens():
+    from attnbook.tasks import long_context
+
+    with pytest.raises(ValueError, match="the evaluation tokens of shape"):
+        long_context.accuracy(torch.nn.Identity(), 64, batches=10**12)
+    with pytest.raises(TypeError, match="lengths must be a sequence"):
+        long_context.accuracy_by_length(torch.nn.Identity(), None)

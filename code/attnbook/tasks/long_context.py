@@ -196,6 +196,15 @@ def finetune_rope(
     return copy.eval()
 
 
+def _require_module(model) -> None:
+    """``TypeError`` unless ``model`` is a module (tokens (B, n) -> logits
+    (B, n, vocab))."""
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(
+            f"model must be a torch.nn.Module, got {type(model).__name__}"
+        )
+
+
 def _require_lab_sizes(model) -> None:
     """``ValueError`` unless ``model`` has the lab's sizes (``TASK``'s
     vocabulary, ``MODEL_CONFIG``, max_len = max(LENGTHS)), the sizes of the
@@ -222,6 +231,8 @@ def _require_lab_sizes(model) -> None:
 def scale(model, scaling, length: int, **ramp) -> None:
     """Set a "rope" model's scaling for ``length`` positions (None: plain
     RoPE); ramp: YaRN's alpha and beta, if not the paper's."""
+    _require_lab_model("model", model)
+    require_int("length", length)
     factor = length / TASK["train_len"]
     if scaling is None:
         model.set_rope_scaling(None)
@@ -325,6 +336,7 @@ def _require_lab_model(name, model, scheme=None) -> None:
 
 def eval_generator(length: int) -> torch.Generator:
     """The generator of the evaluation batches at ``length``."""
+    require_int("length", length)
     return torch.Generator().manual_seed(EVAL_SEED + length)
 
 
@@ -335,9 +347,16 @@ def accuracy(
     """The fraction of predictable tokens whose most likely prediction is
     right, on the evaluation batches at ``length`` positions; period: one
     repeat period P for every sequence instead of the task's range."""
+    _require_module(model)
     require_int("length", length, minimum=2 * TASK["period"][1])
     require_int("batches", batches)
     require_int("batch_size", batch_size)
+    require_matrix_fits(
+        "the evaluation tokens",
+        (batches, batch_size, length),
+        torch.int64,
+        "use fewer batches, or",
+    )
     if period is not None:
         require_int_in("period", period, *TASK["period"])
     periods = TASK["period"] if period is None else period
@@ -357,6 +376,11 @@ def accuracy(
 
 def accuracy_by_length(model, lengths=LENGTHS) -> dict:
     """{length: accuracy} on the evaluation batches."""
+    _require_module(model)
+    if isinstance(lengths, (str, bytes)) or not hasattr(lengths, "__iter__"):
+        raise TypeError(
+            f"lengths must be a sequence of ints, got {lengths!r:.40}"
+        )
     return {n: accuracy(model, n, **EVAL_BATCHES) for n in lengths}
 
 

@@ -241,6 +241,7 @@ def _check_pairs(pairs) -> tuple:
 
 def eval_generator(pairs: int) -> torch.Generator:
     """The generator of the evaluation sequences with ``pairs`` pairs."""
+    require_int("pairs", pairs)
     return torch.Generator().manual_seed(EVAL_SEED + pairs)
 
 
@@ -261,6 +262,11 @@ def recall_accuracy(
 ):
     """The fraction of held-out queries whose most likely output is the
     right value (``evaluation_batch(pairs, sequences, task)``)."""
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(
+            "model must be a module (tokens -> logits), got "
+            f"{type(model).__name__}"
+        )
     tokens, targets = evaluation_batch(pairs, sequences, task)
     keep = targets >= 0
     with single_thread():
