@@ -238,3 +238,36 @@ def test_the_lab_accuracy_bounds_its_evaluation_tokens():
         long_context.accuracy(torch.nn.Identity(), 64, batches=10**12)
     with pytest.raises(TypeError, match="lengths must be a sequence"):
         long_context.accuracy_by_length(torch.nn.Identity(), None)
+
+
+@pytest.mark.parametrize("seed", [None, True, 2.5, "3", 10**400])
+def test_induction_model_scores_names_a_bad_seed(seed):
+    from attnbook.experiments.head_circuits import induction_model_scores
+    from attnbook.nn.attention_only import AttentionOnlyTransformer
+
+    torch.manual_seed(0)
+    model = AttentionOnlyTransformer(10, 8, 8, 2, 1)
+    with pytest.raises(ValueError, match="seed"):
+        induction_model_scores(model, period=3, batch_size=2, seed=seed)
+
+
+@pytest.mark.parametrize(
+    "model, sources, targets, match",
+    [
+        (None, None, None, "model must be a Seq2Seq"),
+        (torch.nn.Linear(2, 2), None, None, "model must be a Seq2Seq"),
+        ("m", [], None, "sources and targets must be as many"),
+        ("m", None, [], "sources and targets must be as many"),
+        ("m", None, "abc", "targets must be a list of str"),
+        ("m", [3], None, "sources must be a list of str"),
+    ],
+)
+def test_exact_match_names_bad_arguments(model, sources, targets, match):
+    from attnbook.experiments.luong_bahdanau import build_decoder, exact_match
+
+    good = ["3 May 1999", "1999-5-3"]
+    model = build_decoder("luong", 0) if model == "m" else model
+    sources = good if sources is None else sources
+    targets = ["1999-05-03"] * 2 if targets is None else targets
+    with pytest.raises((TypeError, ValueError), match=match):
+        exact_match(model, sources, targets)

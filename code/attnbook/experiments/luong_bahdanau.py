@@ -123,6 +123,20 @@ def held_out_dates(recipe=RECIPE):
 def exact_match(model: Seq2Seq, sources, targets) -> float:
     """The share of ``sources`` that ``model`` translates (greedily) into
     exactly ``targets``."""
+    if not isinstance(model, Seq2Seq):
+        raise TypeError(f"model must be a Seq2Seq, got {type(model).__name__}")
+    for name, strings in (("sources", sources), ("targets", targets)):
+        if not isinstance(strings, (list, tuple)) or not all(
+            isinstance(s, str) for s in strings
+        ):
+            raise TypeError(
+                f"{name} must be a list of str, got {strings!r:.40}"
+            )
+    if not sources or len(sources) != len(targets):
+        raise ValueError(
+            "sources and targets must be as many and not empty, got "
+            f"{len(sources)} and {len(targets)}"
+        )
     src, lengths = SOURCE_VOCAB.encode(sources)
     tokens, _ = model.greedy_decode(src, lengths, max_steps=11)
     outputs = TARGET_VOCAB.decode(tokens)
