@@ -271,3 +271,31 @@ def test_exact_match_names_bad_arguments(model, sources, targets, match):
     targets = ["1999-05-03"] * 2 if targets is None else targets
     with pytest.raises((TypeError, ValueError), match=match):
         exact_match(model, sources, targets)
+
+
+def test_the_hull_pointer_files_are_checked_as_the_sorter_files(tmp_path):
+    from attnbook.nn.hull_pointer import HullPointerNetwork
+    from attnbook.tasks.convex_hull import load_hull_pointer, save_hull_pointer
+
+    torch.manual_seed(0)
+    model = HullPointerNetwork(8)
+    with pytest.raises(TypeError, match="model must be a HullPointerNetwork"):
+        save_hull_pointer(torch.nn.Linear(2, 2), tmp_path / "a.pt")
+    with pytest.raises(TypeError, match="path must be a file path"):
+        save_hull_pointer(model, "")
+    with pytest.raises(TypeError, match="info must be a dict"):
+        save_hull_pointer(model, tmp_path / "a.pt", info="x")
+    with pytest.raises(TypeError, match="path must be a file path"):
+        load_hull_pointer(None)
+    junk = tmp_path / "junk.pt"
+    junk.write_bytes(b"not a checkpoint")
+    with pytest.raises(ValueError, match="could not be read as a saved hull"):
+        load_hull_pointer(junk)
+    torch.save({"weights": torch.zeros(1)}, tmp_path / "other.pt")
+    with pytest.raises(ValueError, match="does not hold a saved HullPointer"):
+        load_hull_pointer(tmp_path / "other.pt")
+    save_hull_pointer(model, tmp_path / "ok.pt", info={"n": 1})
+    loaded, info = load_hull_pointer(tmp_path / "ok.pt")
+    assert info == {"n": 1}
+    for a, b in zip(model.parameters(), loaded.parameters()):
+        assert torch.equal(a, b)

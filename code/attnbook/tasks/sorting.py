@@ -235,10 +235,12 @@ def teacher_forced_training(
     return losses
 
 
-def _check_saving(model, path, info) -> None:
-    if not isinstance(model, PointerNetwork):
+def _check_saving(model, path, info, model_class=PointerNetwork) -> None:
+    """model a ``model_class``, path a file path, info a dict or None."""
+    if not isinstance(model, model_class):
         raise TypeError(
-            f"model must be a PointerNetwork, got {type(model).__name__}"
+            f"model must be a {model_class.__name__}, got "
+            f"{type(model).__name__}"
         )
     if not isinstance(path, (str, os.PathLike)) or not str(path):
         raise TypeError(f"path must be a file path, got {path!r:.40}")
@@ -277,18 +279,26 @@ def save_sorter(model: PointerNetwork, path, info: dict | None = None) -> None:
 def load_sorter(path):
     """Load a model saved by ``save_sorter``. Returns (model in eval mode,
     info dict)."""
+    return _sorter_from(_read_saved(path, "sorter", "save_sorter"))
+
+
+def _read_saved(path, what: str, writer: str):
+    """What ``torch.load`` reads from ``path`` (tensors only), or a
+    ``ValueError`` naming ``what`` it should hold and ``writer``, the
+    function that writes such files."""
+    if not isinstance(path, (str, os.PathLike)) or not str(path):
+        raise TypeError(f"path must be a file path, got {path!r:.40}")
     try:
-        saved = torch.load(path, map_location="cpu", weights_only=True)
+        return torch.load(path, map_location="cpu", weights_only=True)
     except FileNotFoundError:
         raise
     # torch's own message would suggest weights_only=False: never do that
     except Exception as error:
         raise ValueError(
-            f"{path} could not be read as a saved sorter (truncated, damaged, "
-            "or not written by save_sorter): "
+            f"{str(path):.80} could not be read as a saved {what} "
+            f"(truncated, damaged, or not written by {writer}): "
             f"{type(error).__name__}"
         ) from None
-    return _sorter_from(saved)
 
 
 def _sorter_from(saved: dict):
