@@ -299,3 +299,19 @@ def test_the_hull_pointer_files_are_checked_as_the_sorter_files(tmp_path):
     assert info == {"n": 1}
     for a, b in zip(model.parameters(), loaded.parameters()):
         assert torch.equal(a, b)
+
+
+def test_evaluations_and_sequence_sets_bound_their_work():
+    from attnbook.nn.attention_only import AttentionOnlyTransformer
+    from attnbook.tasks.induction import evaluate
+    from attnbook.tasks.order_classifier import training_sequences
+    from attnbook.tasks.sorting import sorting_accuracy
+
+    torch.manual_seed(0)
+    model = AttentionOnlyTransformer(64, 64, 8, 2, 1)
+    with pytest.raises(ValueError, match="the evaluation tokens of shape"):
+        evaluate(model, batches=10**12, batch_size=2)
+    with pytest.raises(ValueError, match="the evaluation sequences of shape"):
+        sorting_accuracy(PointerNetwork(8), 5, num_sequences=10**12)
+    with pytest.raises(ValueError, match="the training sequences of shape"):
+        training_sequences(steps=10**12, batch_size=2, seed=0, max_len=6)

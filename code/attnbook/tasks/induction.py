@@ -297,6 +297,12 @@ def evaluate(
         )
     require_int("batches", batches)
     require_training(batch_size=batch_size, seed=seed)
+    require_matrix_fits(
+        "the evaluation tokens",
+        (batches, batch_size, TASK["seq_len"]),
+        torch.int64,
+        "use fewer batches, or",
+    )
     generator = torch.Generator().manual_seed(seed)
     period = TASK["period"]
     total = 0.0

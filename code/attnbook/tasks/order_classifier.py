@@ -133,6 +133,16 @@ def training_sequences(
     """
     require_int("steps", steps)
     require_int("seed", seed, minimum=0)
+    require_matrix_fits(
+        "the training sequences",
+        (
+            steps,
+            require_int("batch_size", batch_size),
+            require_int("max_len", max_len),
+        ),
+        torch.int64,
+        "use fewer steps, or",
+    )
     generator = torch.Generator().manual_seed(seed + 1)
     seen = set()
     for _ in range(steps):

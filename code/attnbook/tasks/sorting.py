@@ -136,6 +136,12 @@ def sorting_accuracy(
     require_int("num_sequences", num_sequences)
     require_int("seed", seed, minimum=0)
     require_int("batch_size", batch_size)
+    require_matrix_fits(
+        "the evaluation sequences",
+        (num_sequences, n),
+        torch.float32,
+        "use fewer, or",
+    )
     generator = seeded_generator(seed)
     correct, remaining = 0, num_sequences
     while remaining > 0:
