@@ -315,3 +315,35 @@ def test_evaluations_and_sequence_sets_bound_their_work():
         sorting_accuracy(PointerNetwork(8), 5, num_sequences=10**12)
     with pytest.raises(ValueError, match="the training sequences of shape"):
         training_sequences(steps=10**12, batch_size=2, seed=0, max_len=6)
+
+
+@pytest.mark.parametrize(
+    "target, error, match",
+    [
+        (torch.zeros(2, 0, dtype=torch.long), ValueError, "L >= 1"),
+        (
+            torch.ones(2, 7, dtype=torch.bool),
+            TypeError,
+            "target must be int64",
+        ),
+        (torch.full((2, 7), -1), ValueError, "a vertex first"),
+        (torch.full((2, 7), 6), ValueError, r"positions in \[0, 6\)"),
+        (torch.zeros(3, 7, dtype=torch.long), ValueError, "target has 3 rows"),
+    ],
+)
+def test_the_hull_loss_refuses_a_target_it_cannot_score(target, error, match):
+    from attnbook.nn.hull_pointer import HullPointerNetwork
+
+    torch.manual_seed(0)
+    model = HullPointerNetwork(8)
+    with pytest.raises(error, match=match):
+        model.loss(torch.rand(2, 6, 2), target)
+
+
+def test_the_hull_loss_is_finite_on_a_true_hull():
+    from attnbook.nn.hull_pointer import HullPointerNetwork
+    from attnbook.tasks.convex_hull import hull_batch
+
+    torch.manual_seed(0)
+    points, target = hull_batch(4, 6, torch.Generator().manual_seed(0))
+    assert torch.isfinite(HullPointerNetwork(8).loss(points, target))
