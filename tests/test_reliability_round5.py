@@ -347,3 +347,45 @@ def test_the_hull_loss_is_finite_on_a_true_hull():
     torch.manual_seed(0)
     points, target = hull_batch(4, 6, torch.Generator().manual_seed(0))
     assert torch.isfinite(HullPointerNetwork(8).loss(points, target))
+
+
+@pytest.mark.parametrize(
+    "module, input_dim, hidden_dim, match",
+    [
+        (None, 1, 8, "module must be a torch.nn.Module"),
+        ("m", 2.5, 8, "input_dim must be a positive int"),
+        ("m", 1, None, "hidden_dim must be a positive int"),
+        ("m", 1, 10**12, "the weights of the pointer layers"),
+    ],
+)
+def test_add_pointer_layers_names_bad_sizes(
+    module, input_dim, hidden_dim, match
+):
+    from attnbook.nn.pointer import add_pointer_layers
+
+    module = torch.nn.Module() if module == "m" else module
+    state = torch.get_rng_state()
+    with pytest.raises((TypeError, ValueError), match=match):
+        add_pointer_layers(module, input_dim, hidden_dim)
+    assert torch.equal(torch.get_rng_state(), state)
+
+
+@pytest.mark.parametrize(
+    "tokens, match",
+    [
+        (None, "tokens must be a torch.Tensor"),
+        (torch.tensor(3), "tokens must have 2 dimensions"),
+        (torch.zeros(2, 0, dtype=torch.long), "T >= 1"),
+        (torch.full((2, 4), 99), "tokens holds id 99"),
+    ],
+)
+def test_sequence_log_probs_names_bad_tokens(tokens, match):
+    from attnbook.nn.beam_search import sequence_log_probs
+    from attnbook.nn.decoder import EncoderDecoderTransformer
+
+    torch.manual_seed(0)
+    model = EncoderDecoderTransformer(10, 10, 8, 2, 16, 1, 1)
+    src, lens = torch.randint(3, 10, (2, 5)), torch.tensor([5, 3])
+    with pytest.raises((TypeError, ValueError), match=match):
+        sequence_log_probs(model, src, lens, tokens)
+    assert sequence_log_probs(model, src, lens, torch.ones(2, 4).long()).shape

@@ -9,7 +9,7 @@ decoding.
 
 import torch
 
-from .._checks import require_int
+from .._checks import require_ids, require_int
 from .decoder import EncoderDecoderTransformer
 
 
@@ -83,6 +83,12 @@ def sequence_log_probs(
     (without BOS, as ``generate`` and ``beam_search`` return them), up to and
     including its first EOS: (B,). The score ``beam_search`` maximises."""
     _require_model(model)
+    require_ids("tokens", tokens, model.tgt_vocab_size, dims=2)
+    if tokens.dtype != torch.int64 or tokens.shape[1] == 0:
+        raise ValueError(
+            "tokens must be int64 of shape (B, T) with T >= 1, got "
+            f"{tokens.dtype} {tuple(tokens.shape)}"
+        )
     memory, mask = model.encode(src, src_lens)
     bos = torch.full_like(tokens[:, :1], model.bos)
     logits = model.decode(torch.cat([bos, tokens[:, :-1]], 1), memory, mask)

@@ -97,6 +97,8 @@ class HullPointerNetwork(nn.Module):
     def teacher_forced_scores(self, points, target):
         """Pointer scores (B, L, n) when step t is fed the true vertex of
         step t - 1. points: (B, n, 2), target: (B, L)."""
+        _check_points(points)
+        _check_target(target, points.shape[1], len(points))
         encoder_states, final = self.encoder(self.embed(points))
         start = self.start.expand(len(points), 1, -1)
         previous = target[:, :-1].clamp_min(0)

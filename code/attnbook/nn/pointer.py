@@ -173,6 +173,15 @@ def add_pointer_layers(module: nn.Module, input_dim: int, hidden_dim: int):
     chosen yet, the source's h_0 symbol) and ``pointer``, the additive score
     v^T tanh(W_q s_t + W_k e_j) of the decoder state (query) against the
     encoder states (keys)."""
+    if not isinstance(module, nn.Module):
+        raise TypeError(
+            f"module must be a torch.nn.Module, got {type(module).__name__}"
+        )
+    require_int("input_dim", input_dim)
+    require_int("hidden_dim", hidden_dim)
+    require_weights_fit(
+        "the pointer layers", (20 * hidden_dim + input_dim, hidden_dim)
+    )
     module.embed = nn.Linear(input_dim, hidden_dim)
     module.encoder = nn.LSTM(hidden_dim, hidden_dim, batch_first=True)
     module.decoder = nn.LSTM(hidden_dim, hidden_dim, batch_first=True)
