@@ -389,3 +389,24 @@ def test_sequence_log_probs_names_bad_tokens(tokens, match):
     with pytest.raises((TypeError, ValueError), match=match):
         sequence_log_probs(model, src, lens, tokens)
     assert sequence_log_probs(model, src, lens, torch.ones(2, 4).long()).shape
+
+
+def test_rope_score_by_distance_refuses_no_frequency():
+    from attnbook.core.long_context import rope_score_by_distance
+
+    with pytest.raises(ValueError, match="at least one frequency"):
+        rope_score_by_distance(torch.randn(0), torch.arange(5.0))
+    score = rope_score_by_distance(torch.ones(2), torch.zeros(1))
+    assert score.tolist() == [1.0]
+
+
+def test_the_masks_helpers_check_their_tensors():
+    from attnbook.core.masking import positions_in_use, zero_unused
+
+    with pytest.raises(ValueError, match="mask is on the meta device"):
+        positions_in_use(torch.ones(2, 3, dtype=torch.bool, device="meta"))
+    with pytest.raises(TypeError, match="mask must be a bool tensor"):
+        positions_in_use(torch.ones(2, 3))
+    huge = torch.ones(1, 1).expand(10**9, 3)
+    with pytest.raises(ValueError, match="x, a broadcast view"):
+        zero_unused(huge, torch.ones(10**9, dtype=torch.bool))
