@@ -410,3 +410,34 @@ def test_the_masks_helpers_check_their_tensors():
     huge = torch.ones(1, 1).expand(10**9, 3)
     with pytest.raises(ValueError, match="x, a broadcast view"):
         zero_unused(huge, torch.ones(10**9, dtype=torch.bool))
+
+
+def test_the_drawing_helpers_name_bad_arguments():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from attnbook.display.diagrams import weight_line
+    from attnbook.display.long_context import draw_rope_turns
+    from attnbook.display.rotary import draw_rotated_pairs
+
+    fig, ax = plt.subplots()
+    try:
+        with pytest.raises(ValueError, match="start must be a point"):
+            weight_line(ax, [], (1.0, 1.0), 0.5)
+        with pytest.raises(ValueError, match=r"weight must be in \[0, 1\]"):
+            weight_line(ax, (0, 0), (1.0, 1.0), float("nan"))
+        weight_line(ax, (0, 0), (1.0, 1.0), torch.tensor(0.5))
+        with pytest.raises(ValueError, match="trained must be an int >= 2"):
+            draw_rope_turns(8, None, 64)
+        with pytest.raises(ValueError, match="vector contains NaN"):
+            draw_rotated_pairs(
+                torch.tensor([1.0, float("nan")]), [(0, range(3))]
+            )
+        with pytest.raises(TypeError, match="vector must be a floating"):
+            draw_rotated_pairs(
+                torch.ones(4, dtype=torch.long), [(0, range(3))]
+            )
+    finally:
+        plt.close("all")
