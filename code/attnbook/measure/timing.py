@@ -14,7 +14,15 @@ import math
 import statistics
 import time
 
-from .._checks import require_callable, require_int, require_positive
+from .._checks import (
+    require_callable,
+    require_int_in,
+    require_positive,
+)
+
+# A timing takes a few repeats of a few calls; more than this many is a
+# mistake that would run for hours, refused at once.
+MOST_CALLS = 10**6
 
 
 def interleaved_medians(
@@ -39,8 +47,8 @@ def interleaved_medians(
     if not functions:
         raise ValueError("functions is empty: nothing to time")
     require_callable(clock=clock, **{str(k): f for k, f in functions.items()})
-    require_int("repeats", repeats)
-    require_int("warmup", warmup, minimum=0)
+    require_int_in("repeats", repeats, 1, MOST_CALLS)
+    require_int_in("warmup", warmup, 0, MOST_CALLS)
     names = list(functions)
     for _ in range(warmup):
         for name in names:
@@ -72,7 +80,7 @@ def calls_per_sample(function, min_seconds: float) -> int:
 def mean_call_time(function, number: int, clock=time.perf_counter) -> float:
     """Mean time of one ``function()`` call over ``number`` back-to-back
     calls, in seconds of ``clock``."""
-    require_int("number", number)
+    require_int_in("number", number, 1, MOST_CALLS)
     require_callable(function=function, clock=clock)
     start = clock()
     for _ in range(number):
@@ -88,7 +96,7 @@ def median_call_time(
 
     Fast calls are looped so that each sample lasts at least ``min_seconds``.
     """
-    require_int("repeats", repeats)
+    require_int_in("repeats", repeats, 1, MOST_CALLS)
     number = calls_per_sample(function, min_seconds)
     return statistics.median(
         mean_call_time(function, number) for _ in range(repeats)
