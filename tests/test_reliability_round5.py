@@ -472,3 +472,17 @@ def test_timings_refuse_a_count_that_would_run_for_hours():
         ):
             call()
     assert mean_call_time(noop, 3) >= 0
+
+
+def test_an_attention_only_model_refuses_a_million_rows_before_the_work():
+    from attnbook.nn.attention_only import AttentionOnlyTransformer
+
+    torch.manual_seed(0)
+    model = AttentionOnlyTransformer(16, 12, 8, 2, 2)
+    many = torch.randint(0, 16, (1, 6)).expand(10**6, 6)
+    _refused_fast(
+        lambda: model(many, return_weights=True, ablate=[(0, 1)]),
+        r"tokens of shape \(1000000, 6\): the forward pass computes about",
+    )
+    logits, weights = model(many[:64], return_weights=True)
+    assert weights.shape == (2, 64, 2, 6, 6)
