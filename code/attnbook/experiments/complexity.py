@@ -21,7 +21,6 @@ from .._checks import (
     require_callable,
     require_float,
     require_int,
-    require_int_in,
     require_matrix_fits,
     require_module_dtype,
     require_weights_fit,
@@ -31,10 +30,10 @@ from .._checks import (
 )
 from ..measure.threads import single_thread, torch_threads
 from ..measure.timing import (
-    MOST_CALLS,
     calls_per_sample,
     mean_call_time,
     median_call_time,
+    require_count,
 )
 from ..nn.self_attention import SelfAttention
 
@@ -287,7 +286,7 @@ def median_forward_time(
     """
     require_callable(layer=layer)
     require_float("x", x)
-    require_int_in("repeats", repeats, 1, MOST_CALLS)
+    require_count("repeats", repeats)
     with torch.inference_mode():
         _check_layer_takes(layer, x)
         return median_call_time(lambda: layer(x), repeats, min_seconds)
@@ -339,8 +338,8 @@ def time_layers(
     pay for the caches a long call before it emptied.
     Returns {name: [seconds per length]}.
     """
-    require_int_in("repeats", repeats, 1, MOST_CALLS)
-    require_int_in("warmup_calls", warmup_calls, 0, MOST_CALLS)
+    require_count("repeats", repeats)
+    require_count("warmup_calls", warmup_calls, minimum=0)
     if statistic not in ("median", "min"):
         raise ValueError(
             f"statistic must be 'median' or 'min', got {statistic!r}"
