@@ -486,3 +486,22 @@ def test_an_attention_only_model_refuses_a_million_rows_before_the_work():
     )
     logits, weights = model(many[:64], return_weights=True)
     assert weights.shape == (2, 64, 2, 6, 6)
+
+
+def test_trainings_refuse_steps_that_would_run_for_years():
+    from attnbook._checks import require_training
+    from attnbook.experiments.luong_bahdanau import training_targets
+    from attnbook.nn.seq2seq import Seq2Seq, train_seq2seq
+
+    with pytest.raises(ValueError, match="steps = 1000000000000 is more than"):
+        require_training(steps=10**12)
+    require_training(steps=10**7, batch_size=2)
+    with pytest.raises(ValueError, match="steps = 1000000000000 is more"):
+        training_targets(0, 10**12, 2)
+    torch.manual_seed(0)
+    model = Seq2Seq(10, 10, 8, 8)
+    before = [p.detach().clone() for p in model.parameters()]
+    with pytest.raises(ValueError, match="steps = 1000000000000 is more"):
+        train_seq2seq(model, lambda: None, steps=10**12, lr=1e-3, seed=0)
+    for old, new in zip(before, model.parameters()):
+        assert torch.equal(old, new)

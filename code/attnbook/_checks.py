@@ -329,6 +329,7 @@ _SETTINGS = {
     "weight_decay": ("rate", None),
 }
 _LARGEST_RATE = float(torch.finfo(torch.float32).max)
+MOST_STEPS = 10**7  # training steps: more is a mistake, refused at once
 
 
 def all_finite(tensor: torch.Tensor) -> bool:
@@ -355,6 +356,12 @@ def require_training(**settings) -> None:
         kind, lowest = _SETTINGS[name]
         if kind == "int":
             require_int(name, value, minimum=lowest)
+            if name == "steps" and value > MOST_STEPS:
+                raise ValueError(
+                    f"steps = {str(value):.24} is more than "
+                    f"{MOST_STEPS:,}: the book's trainings take thousands, "
+                    "and this many would run for years"
+                )
         else:
             require_finite_number(
                 name,

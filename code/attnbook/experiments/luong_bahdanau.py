@@ -17,7 +17,7 @@ import json
 
 import torch
 
-from .._checks import keep_global_rng, require_int
+from .._checks import keep_global_rng, require_int, require_training
 from .._weights import read_pinned
 from ..measure.parameters import count_parameters
 from ..nn.luong import LuongSeq2Seq
@@ -69,9 +69,7 @@ def training_targets(seed: int, steps: int, batch_size: int) -> set:
     """The ISO dates of every batch that ``train_seq2seq(..., steps,
     seed=seed)`` draws with ``date_batch(batch_size, g)``, drawn again from
     the same generator."""
-    require_int("seed", seed, minimum=0)
-    require_int("steps", steps, minimum=0)
-    require_int("batch_size", batch_size)
+    require_training(seed=seed, steps=steps, batch_size=batch_size)
     generator = torch.Generator().manual_seed(seed)
     seen = set()
     for _ in range(steps):
