@@ -34,7 +34,7 @@ def _refused_fast(call, match):
 def test_a_language_model_refuses_a_million_rows_before_the_work(lm):
     _refused_fast(
         lambda: lm(MANY_ROWS, mask=sliding_window_mask(5, window=2)),
-        r"tokens of shape \(1000000, 5\): the forward pass computes about "
+        r"tokens of shape \(1000000, 5\): a forward computes about "
         r"[\d.]+ GiB of activations \(limit 4.0 GiB\)",
     )
 
@@ -482,7 +482,7 @@ def test_an_attention_only_model_refuses_a_million_rows_before_the_work():
     many = torch.randint(0, 16, (1, 6)).expand(10**6, 6)
     _refused_fast(
         lambda: model(many, return_weights=True, ablate=[(0, 1)]),
-        r"tokens of shape \(1000000, 6\): the forward pass computes about",
+        r"tokens of shape \(1000000, 6\): a forward computes about",
     )
     logits, weights = model(many[:64], return_weights=True)
     assert weights.shape == (2, 64, 2, 6, 6)

@@ -146,13 +146,8 @@ class AttentionOnlyTransformer(nn.Module):
         layers = self.num_layers if torch.is_grad_enabled() else 1
         kept = self.num_layers * hn if return_weights else 0
         per_token = 3 * embed_dim + self.vocab_size + layers * per_layer + kept
-        require_activations_fit(
-            "tokens",
-            tokens,
-            tokens.numel() * per_token,
-            self.unembed.weight.dtype,
-            "the forward pass",
-        )
+        numbers, dtype = tokens.numel() * per_token, self.unembed.weight.dtype
+        require_activations_fit("tokens", tokens, numbers, dtype, "a forward")
 
     def _check_ablate(self, ablate) -> set:
         """A collection of (layer, head) pairs of ints in range, as a set."""

@@ -395,13 +395,8 @@ class DecoderOnlyTransformer(nn.Module):
         ]
         layers = sum(per_layer) if torch.is_grad_enabled() else max(per_layer)
         per_token = 8 * embed_dim + self.vocab_size + layers
-        require_activations_fit(
-            "tokens",
-            tokens,
-            tokens.numel() * per_token,
-            self.head.weight.dtype,
-            "the forward pass",
-        )
+        numbers, dtype = tokens.numel() * per_token, self.head.weight.dtype
+        require_activations_fit("tokens", tokens, numbers, dtype, "a forward")
 
     def _check_cache(self, cache) -> None:
         if cache is not None and len(_require_cache(cache).keys) != len(
