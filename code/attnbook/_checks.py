@@ -329,6 +329,7 @@ _SETTINGS = {
     "weight_decay": ("rate", None),
 }
 _LARGEST_RATE = float(torch.finfo(torch.float32).max)
+MOST_STEPS = 10**7  # training steps: more is a mistake, refused at once
 
 
 def all_finite(tensor: torch.Tensor) -> bool:
@@ -355,6 +356,12 @@ def require_training(**settings) -> None:
         kind, lowest = _SETTINGS[name]
         if kind == "int":
             require_int(name, value, minimum=lowest)
+            if name == "steps" and value > MOST_STEPS:
+                raise ValueError(
+                    f"steps = {str(value):.24} is more than "
+                    f"{MOST_STEPS:,}: the book's trainings take thousands, "
+                    "and this many would run for years"
+                )
         else:
             require_finite_number(
                 name,
@@ -463,6 +470,28 @@ def require_matrix_fits(
             f"{size / 2**30:,.1f} GiB (limit {limit / 2**30:,.1f} GiB): "
             f"{hint} raise the limit with "
             "attnbook.set_matrix_memory_limit(bytes)"
+        )
+
+
+def require_activations_fit(
+    name: str, value: torch.Tensor, numbers: int, dtype, what: str
+) -> None:
+    """Raise ``ValueError`` before ``what`` computes ``numbers`` activations
+    (intermediate numbers of ``dtype``, counted over the whole call) for
+    ``name`` = ``value`` when they would exceed the memory limit.
+
+    A batch of many rows through a small model (e.g. an ``expand``-ed view of
+    10**6 rows) allocates little at a time, yet streams gigabytes through
+    memory for many seconds: its work is bounded by the same limit.
+    """
+    size = int(numbers) * torch.empty((), dtype=dtype).element_size()
+    limit = _MATRIX_LIMIT["bytes"]
+    if size > limit:
+        raise ValueError(
+            f"{name} of shape {tuple(value.shape)}: {what} computes about "
+            f"{size / 2**30:,.1f} GiB of activations (limit "
+            f"{limit / 2**30:,.1f} GiB): pass fewer rows or raise the "
+            "limit with attnbook.set_matrix_memory_limit(bytes)"
         )
 
 

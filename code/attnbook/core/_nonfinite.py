@@ -14,7 +14,12 @@ import math
 
 import torch
 
-from .._checks import all_finite, compute_dtype
+from .._checks import (
+    all_finite,
+    compute_dtype,
+    require_float,
+    require_tensor,
+)
 from .scoring import dot_score, scaled_dot_score
 
 # Scores that are dot products of the queries and keys, as given.
@@ -59,6 +64,9 @@ def positions_in_use(mask: torch.Tensor) -> tuple:
     Returns (queries_used (n_q,) or (B, n_q), keys_used (n_k,) or (B, n_k)):
     a position is used if it is used in some head.
     """
+    require_tensor("mask", mask)
+    if mask.dtype != torch.bool:
+        raise TypeError(f"mask must be a bool tensor, got {mask.dtype}")
     heads = 1 if mask.dim() == 4 else 0  # the heads' axis of a 3-D/4-D mask
     keys_used = mask.any(-2) if mask.dim() >= 2 else mask
     queries_used = mask.any(-1)
@@ -75,6 +83,8 @@ def zero_unused(x: torch.Tensor, used: torch.Tensor) -> torch.Tensor:
     backward pass multiplies its garbage by a zero gradient, and 0 * NaN is
     NaN in the weights' gradient. Zeroing it first keeps them finite.
     """
+    require_float("x", x)
+    require_tensor("used", used)
     if all_finite(x):
         return x
     return torch.where(used.unsqueeze(-1), x, torch.zeros((), dtype=x.dtype))

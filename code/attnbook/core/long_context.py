@@ -293,6 +293,11 @@ def rope_score_by_distance(
                 f"{name} must be a 1-d real tensor, got {value.dtype} of "
                 f"shape {tuple(value.shape)}"
             )
+    if len(frequencies) == 0:
+        raise ValueError(
+            "frequencies must hold at least one frequency (the mean over "
+            "none is undefined), got shape (0,)"
+        )
     require_matrix_fits(
         "the angles",
         (len(distances), len(frequencies)),

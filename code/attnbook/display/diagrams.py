@@ -54,9 +54,31 @@ def _arrow(ax, start, end):
     )
 
 
+def _is_finite_real(value) -> bool:
+    """A finite real number, also a numpy or 0-d tensor one (not a bool)."""
+    if isinstance(value, (bool, str)):
+        return False
+    try:
+        return is_finite_number(float(value))
+    except (TypeError, ValueError, OverflowError, RuntimeError):
+        return False
+
+
 def weight_line(ax, start, end, weight: float):
     """A line from ``start`` to ``end`` (x, y) as wide as an attention
     weight: how the diagrams show where the weighted average draws from."""
+    for name, point in (("start", start), ("end", end)):
+        if not (
+            isinstance(point, (tuple, list))
+            and len(point) == 2
+            and all(_is_finite_real(c) for c in point)
+        ):
+            raise ValueError(
+                f"{name} must be a point (x, y) of finite numbers, got "
+                f"{point!r:.40}"
+            )
+    if not _is_finite_real(weight) or not 0 <= float(weight) <= 1:
+        raise ValueError(f"weight must be in [0, 1], got {weight!r:.40}")
     ax.plot(
         [start[0], end[0]],
         [start[1], end[1]],

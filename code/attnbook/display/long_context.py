@@ -6,6 +6,7 @@ import math
 import matplotlib.pyplot as plt
 import torch
 
+from .._checks import require_int
 from ..core.long_context import (
     alibi_bias,
     rope_frequencies,
@@ -59,6 +60,8 @@ def draw_rope_turns(head_dim: int, trained: int, longest: int, base=1e4):
     rotation makes over the largest distance seen in training
     (trained - 1) and at the longest evaluation length (longest - 1), on a
     log scale, with the line of one full turn."""
+    require_int("trained", trained, minimum=2)
+    require_int("longest", longest, minimum=2)
     theta = rope_frequencies(head_dim, base)
     pairs = torch.arange(len(theta))
     fig, ax = plt.subplots(figsize=(6.4, 2.8))

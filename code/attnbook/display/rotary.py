@@ -3,7 +3,7 @@
 import matplotlib.pyplot as plt
 import torch
 
-from .._checks import require_int, require_tensor
+from .._checks import all_finite, require_float, require_int
 from ..core.rotary import apply_rotary
 
 
@@ -14,7 +14,9 @@ def draw_rotated_pairs(vector: torch.Tensor, panels, figsize=(7.5, 3.6)):
     positions. ``panels`` is a sequence of (pair, positions) with pair the
     index l of features (2l, 2l+1) and positions a ``range``. Returns the
     figure."""
-    require_tensor("vector", vector)
+    require_float("vector", vector)
+    if not all_finite(vector):
+        raise ValueError("vector contains NaN or infinite values")
     if vector.dim() != 1 or vector.shape[0] % 2:
         raise ValueError(
             "vector must have shape (d,) with d even, got shape "

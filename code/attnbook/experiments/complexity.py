@@ -29,7 +29,12 @@ from .._checks import (
     seeded_generator,
 )
 from ..measure.threads import single_thread, torch_threads
-from ..measure.timing import calls_per_sample, mean_call_time, median_call_time
+from ..measure.timing import (
+    _require_count,
+    calls_per_sample,
+    mean_call_time,
+    median_call_time,
+)
 from ..nn.self_attention import SelfAttention
 
 LAYER_NAMES = ("CNN", "RNN", "self-attention")
@@ -281,7 +286,7 @@ def median_forward_time(
     """
     require_callable(layer=layer)
     require_float("x", x)
-    require_int("repeats", repeats, 1)
+    _require_count("repeats", repeats)
     with torch.inference_mode():
         _check_layer_takes(layer, x)
         return median_call_time(lambda: layer(x), repeats, min_seconds)
@@ -333,8 +338,8 @@ def time_layers(
     pay for the caches a long call before it emptied.
     Returns {name: [seconds per length]}.
     """
-    require_int("repeats", repeats, 1)
-    require_int("warmup_calls", warmup_calls, 0)
+    _require_count("repeats", repeats)
+    _require_count("warmup_calls", warmup_calls, minimum=0)
     if statistic not in ("median", "min"):
         raise ValueError(
             f"statistic must be 'median' or 'min', got {statistic!r}"

@@ -24,6 +24,7 @@ from .._checks import (
     require_callable,
     require_float,
     require_generator,
+    require_int,
     require_int_in,
     require_tensor,
 )
@@ -206,6 +207,7 @@ def induction_model_scores(
         )
     n = model.context_len
     require_int_in("period", period, 1, n // 2)
+    require_int("seed", seed, minimum=0)
     generator = torch.Generator().manual_seed(seed)
     tokens, _ = repeated_batch(
         batch_size, period, n, model.vocab_size, generator, offset="fixed"

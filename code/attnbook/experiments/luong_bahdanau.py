@@ -17,7 +17,7 @@ import json
 
 import torch
 
-from .._checks import keep_global_rng, require_int
+from .._checks import keep_global_rng, require_int, require_training
 from .._weights import read_pinned
 from ..measure.parameters import count_parameters
 from ..nn.luong import LuongSeq2Seq
@@ -69,9 +69,7 @@ def training_targets(seed: int, steps: int, batch_size: int) -> set:
     """The ISO dates of every batch that ``train_seq2seq(..., steps,
     seed=seed)`` draws with ``date_batch(batch_size, g)``, drawn again from
     the same generator."""
-    require_int("seed", seed, minimum=0)
-    require_int("steps", steps, minimum=0)
-    require_int("batch_size", batch_size)
+    require_training(seed=seed, steps=steps, batch_size=batch_size)
     generator = torch.Generator().manual_seed(seed)
     seen = set()
     for _ in range(steps):
@@ -123,6 +121,20 @@ def held_out_dates(recipe=RECIPE):
 def exact_match(model: Seq2Seq, sources, targets) -> float:
     """The share of ``sources`` that ``model`` translates (greedily) into
     exactly ``targets``."""
+    if not isinstance(model, Seq2Seq):
+        raise TypeError(f"model must be a Seq2Seq, got {type(model).__name__}")
+    for name, strings in (("sources", sources), ("targets", targets)):
+        if not isinstance(strings, (list, tuple)) or not all(
+            isinstance(s, str) for s in strings
+        ):
+            raise TypeError(
+                f"{name} must be a list of str, got {strings!r:.40}"
+            )
+    if not sources or len(sources) != len(targets):
+        raise ValueError(
+            "sources and targets must be as many and not empty, got "
+            f"{len(sources)} and {len(targets)}"
+        )
     src, lengths = SOURCE_VOCAB.encode(sources)
     tokens, _ = model.greedy_decode(src, lengths, max_steps=11)
     outputs = TARGET_VOCAB.decode(tokens)

@@ -14,7 +14,26 @@ import math
 import statistics
 import time
 
-from .._checks import require_callable, require_int, require_positive
+from .._checks import (
+    require_callable,
+    require_int,
+    require_positive,
+)
+
+# A timing takes a few repeats of a few calls; more than this many is a
+# mistake that would run for hours, refused at once.
+MOST_CALLS = 10**6
+
+
+def _require_count(name: str, value, minimum: int = 1) -> int:
+    """An int in [minimum, ``MOST_CALLS``]: ``ValueError`` otherwise."""
+    require_int(name, value, minimum)
+    if value > MOST_CALLS:
+        raise ValueError(
+            f"{name} = {str(value):.24} is more than {MOST_CALLS:,}: a "
+            "timing needs a few repeats, and this many would run for hours"
+        )
+    return value
 
 
 def interleaved_medians(
@@ -39,8 +58,8 @@ def interleaved_medians(
     if not functions:
         raise ValueError("functions is empty: nothing to time")
     require_callable(clock=clock, **{str(k): f for k, f in functions.items()})
-    require_int("repeats", repeats)
-    require_int("warmup", warmup, minimum=0)
+    _require_count("repeats", repeats)
+    _require_count("warmup", warmup, minimum=0)
     names = list(functions)
     for _ in range(warmup):
         for name in names:
@@ -72,7 +91,7 @@ def calls_per_sample(function, min_seconds: float) -> int:
 def mean_call_time(function, number: int, clock=time.perf_counter) -> float:
     """Mean time of one ``function()`` call over ``number`` back-to-back
     calls, in seconds of ``clock``."""
-    require_int("number", number)
+    _require_count("number", number)
     require_callable(function=function, clock=clock)
     start = clock()
     for _ in range(number):
@@ -88,7 +107,7 @@ def median_call_time(
 
     Fast calls are looped so that each sample lasts at least ``min_seconds``.
     """
-    require_int("repeats", repeats)
+    _require_count("repeats", repeats)
     number = calls_per_sample(function, min_seconds)
     return statistics.median(
         mean_call_time(function, number) for _ in range(repeats)

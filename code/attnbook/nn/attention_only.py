@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from .._checks import (
+    require_activations_fit,
     require_ids,
     require_int,
     require_int_in,
@@ -107,6 +108,7 @@ class AttentionOnlyTransformer(nn.Module):
                 f"return_weights must be True or False, got {return_weights!r}"
             )
         dropped = self._check_ablate(ablate)
+        self._check_activations(tokens, return_weights)
         positions = torch.arange(n, device=tokens.device)
         x = self.token_embedding(tokens) + self.position_embedding(positions)
         mask = causal_mask(n, device=tokens.device)
@@ -131,6 +133,21 @@ class AttentionOnlyTransformer(nn.Module):
         if return_weights:
             return logits, torch.stack(all_weights)
         return logits
+
+    def _check_activations(self, tokens, return_weights: bool) -> None:
+        """The numbers a forward pass computes for tokens (B, n), about
+        8 E + 3 h n a token and layer (projections, scores, weights, heads),
+        plus h n kept for ``return_weights``, the embeddings and the logits,
+        within the memory limit. Without autograd one layer's are alive at
+        a time."""
+        embed_dim = self.token_embedding.embedding_dim
+        hn = self.num_heads * tokens.shape[1]
+        per_layer = 8 * embed_dim + 3 * hn
+        layers = self.num_layers if torch.is_grad_enabled() else 1
+        kept = self.num_layers * hn if return_weights else 0
+        per_token = 3 * embed_dim + self.vocab_size + layers * per_layer + kept
+        numbers, dtype = tokens.numel() * per_token, self.unembed.weight.dtype
+        require_activations_fit("tokens", tokens, numbers, dtype, "a forward")
 
     def _check_ablate(self, ablate) -> set:
         """A collection of (layer, head) pairs of ints in range, as a set."""

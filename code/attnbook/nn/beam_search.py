@@ -179,6 +179,11 @@ def sequence_log_probs(
     including its first EOS: (B,). The score ``beam_search`` maximises."""
     _require_model(model)
     require_ids("tokens", tokens, model.tgt_vocab_size, dims=2)
+    if tokens.dtype != torch.int64 or tokens.shape[1] == 0:
+        raise ValueError(
+            "tokens must be int64 of shape (B, T) with T >= 1, got "
+            f"{tokens.dtype} {tuple(tokens.shape)}"
+        )
     memory, mask = model.encode(src, src_lens)
     if tokens.shape[0] != memory.shape[0]:
         raise ValueError(

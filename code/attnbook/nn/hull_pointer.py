@@ -17,6 +17,7 @@ from .._checks import (
     all_finite,
     require_float,
     require_int,
+    require_tensor,
     restores_rng_on_error,
 )
 from ..core.masking import masked_softmax
@@ -38,6 +39,31 @@ def _check_points(points) -> torch.Tensor:
     return points
 
 
+def _check_target(target, n: int, batch: int | None = None) -> None:
+    """target (B, L) int64: positions in [0, n) or ``PAD``, a vertex first
+    (so every row has a step to score)."""
+    require_tensor("target", target)
+    if target.dtype != torch.int64:
+        raise TypeError(f"target must be int64, got {target.dtype}")
+    if target.dim() != 2 or target.shape[1] == 0:
+        raise ValueError(
+            f"target must have shape (batch, L) with L >= 1, got "
+            f"{tuple(target.shape)}"
+        )
+    if batch is not None and len(target) != batch:
+        raise ValueError(
+            f"target has {len(target)} rows, points {batch}: one output "
+            "per set of points"
+        )
+    if target.numel() and (
+        target.min() < PAD or target.max() >= n or (target[:, 0] < 0).any()
+    ):
+        raise ValueError(
+            f"target must hold positions in [0, {n}) (a vertex first) or "
+            f"PAD = {PAD}, got {target.min().item()} .. {target.max().item()}"
+        )
+
+
 def closing_keep_mask(target: torch.Tensor, n: int) -> torch.Tensor:
     """Keep-mask of every step of a hull output.
 
@@ -45,6 +71,7 @@ def closing_keep_mask(target: torch.Tensor, n: int) -> torch.Tensor:
     n): at step t (0-based) position j is kept iff it was not chosen at steps
     0..t-1, or it is the first vertex and t >= ``MIN_VERTICES``.
     """
+    _check_target(target, require_int("n", n))
     chosen = nn.functional.one_hot(target.clamp_min(0), n).bool()
     chosen &= (target >= 0).unsqueeze(-1)
     before = chosen.cumsum(dim=1) - chosen.long() > 0  # chosen at s < t
@@ -70,6 +97,8 @@ class HullPointerNetwork(nn.Module):
     def teacher_forced_scores(self, points, target):
         """Pointer scores (B, L, n) when step t is fed the true vertex of
         step t - 1. points: (B, n, 2), target: (B, L)."""
+        _check_points(points)
+        _check_target(target, points.shape[1], len(points))
         encoder_states, final = self.encoder(self.embed(points))
         start = self.start.expand(len(points), 1, -1)
         previous = target[:, :-1].clamp_min(0)
@@ -83,6 +112,7 @@ class HullPointerNetwork(nn.Module):
         and including the closing one (``log_softmax`` of the masked
         scores)."""
         _check_points(points)
+        _check_target(target, points.shape[1], len(points))
         scores = self.teacher_forced_scores(points, target)
         keep = closing_keep_mask(target, points.shape[1])
         log_p = torch.log_softmax(scores.masked_fill(~keep, -torch.inf), -1)

@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .._checks import (
+    require_activations_fit,
     require_generator,
     require_ids,
     require_int,
@@ -298,6 +299,7 @@ class DecoderOnlyTransformer(nn.Module):
         self._check_cache(cache)
         if cache is None:
             x = self.embed(tokens)
+            self._check_activations(tokens, tokens.shape[1])
             for block in self.blocks:
                 x = block(x, mask)
         else:
@@ -307,6 +309,7 @@ class DecoderOnlyTransformer(nn.Module):
                     "builds causal_mask(n_q, n_k) itself"
                 )
             x = self.embed(tokens, start=len(cache))
+            self._check_activations(tokens, len(cache) + tokens.shape[1])
             for layer, block in enumerate(self.blocks):
                 x = block.forward_cached(x, cache, layer)
         return self.head(self.norm(x))
@@ -376,6 +379,24 @@ class DecoderOnlyTransformer(nn.Module):
         if cache is None or tokens.shape[1] > self.context_len:
             return self(tokens[:, -self.context_len :])[:, -1]
         return self(tokens[:, len(cache) :], cache)[:, -1]
+
+    def _check_activations(self, tokens, n_keys: int) -> None:
+        """The numbers a forward pass computes for tokens (B, n) attending
+        to n_keys positions, about 19 E + 2 ffn_dim + 3 h n_keys a token and
+        layer (norms, projections, scores, weights, feed-forward) plus the
+        embeddings and logits, within the memory limit. Without autograd
+        one layer's are alive at a time."""
+        embed_dim = self.token_embedding.embedding_dim
+        per_layer = [
+            19 * embed_dim
+            + 2 * block.ffn.linear1.out_features
+            + 3 * block.self_attn.num_heads * n_keys
+            for block in self.blocks
+        ]
+        layers = sum(per_layer) if torch.is_grad_enabled() else max(per_layer)
+        per_token = 8 * embed_dim + self.vocab_size + layers
+        numbers, dtype = tokens.numel() * per_token, self.head.weight.dtype
+        require_activations_fit("tokens", tokens, numbers, dtype, "a forward")
 
     def _check_cache(self, cache) -> None:
         if cache is not None and len(_require_cache(cache).keys) != len(

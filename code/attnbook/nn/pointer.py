@@ -25,6 +25,7 @@ from torch import nn
 
 from .._checks import (
     all_finite,
+    require_activations_fit,
     require_float,
     require_int,
     require_module_dtype,
@@ -87,6 +88,11 @@ def _check_inputs(module, x, target=_NO_TARGET) -> torch.Tensor:
     (B, n) permutations of 0..n-1. Returns x."""
     _check_values(x)
     require_module_dtype(module, x=x)
+    n, hidden = x.shape[1], module.hidden_dim
+    # a pass: the encoder (~7 n H a row), then n decoding steps, each
+    # scoring n encoder states additively (~8 H + 3 n H + 4 n a row)
+    numbers = len(x) * n * (15 * hidden + 3 * n * hidden + 4 * n)
+    require_activations_fit("x", x, numbers, x.dtype, "a pointer network")
     if target is not _NO_TARGET:
         _check_permutations(x, target)
     return x
@@ -167,6 +173,15 @@ def add_pointer_layers(module: nn.Module, input_dim: int, hidden_dim: int):
     chosen yet, the source's h_0 symbol) and ``pointer``, the additive score
     v^T tanh(W_q s_t + W_k e_j) of the decoder state (query) against the
     encoder states (keys)."""
+    if not isinstance(module, nn.Module):
+        raise TypeError(
+            f"module must be a torch.nn.Module, got {type(module).__name__}"
+        )
+    require_int("input_dim", input_dim)
+    require_int("hidden_dim", hidden_dim)
+    require_weights_fit(
+        "the pointer layers", (20 * hidden_dim + input_dim, hidden_dim)
+    )
     module.embed = nn.Linear(input_dim, hidden_dim)
     module.encoder = nn.LSTM(hidden_dim, hidden_dim, batch_first=True)
     module.decoder = nn.LSTM(hidden_dim, hidden_dim, batch_first=True)

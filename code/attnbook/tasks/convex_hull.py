@@ -19,7 +19,7 @@ from .._checks import (
 from .._weights import load_pinned
 from ..measure.threads import torch_threads
 from ..nn.hull_pointer import PAD, HullPointerNetwork
-from .sorting import teacher_forced_training
+from .sorting import _check_saving, _read_saved, teacher_forced_training
 
 PRETRAINED_FILE = "hull_pointer.pt"
 # SHA-256 of the shipped attnbook/data/hull_pointer.pt; pretrained_hull_pointer
@@ -75,6 +75,9 @@ def hull_batch(batch_size: int, n: int, generator: torch.Generator):
     require_int("batch_size", batch_size)
     require_int("n", n, minimum=3)
     require_generator("generator", generator)
+    require_matrix_fits(
+        "the batch", (batch_size, n, 2), torch.float32, "use a smaller one, or"
+    )
     points = torch.rand(batch_size, n, 2, generator=generator)
     target = torch.full((batch_size, n + 1), PAD)
     for row, cloud in enumerate(points.tolist()):
@@ -128,6 +131,7 @@ def train_hull_pointer(
 def save_hull_pointer(model, path, info: dict | None = None) -> None:
     """Save the weights, the size and ``info`` to ``path`` (the same bytes on
     every run)."""
+    _check_saving(model, path, info, HullPointerNetwork)
     state = {k: v.detach().clone() for k, v in model.state_dict().items()}
     buffer = io.BytesIO()
     torch.save(
@@ -143,6 +147,19 @@ def save_hull_pointer(model, path, info: dict | None = None) -> None:
 
 
 def _model_from(saved: dict):
+    if (
+        not isinstance(saved, dict)
+        or not {
+            "hidden_dim",
+            "state_dict",
+            "info",
+        }
+        <= saved.keys()
+    ):
+        raise ValueError(
+            "the file does not hold a saved HullPointerNetwork (hidden_dim, "
+            "state_dict, info)"
+        )
     hidden_dim = require_int("the saved hidden_dim", saved["hidden_dim"])
     with keep_global_rng():
         model = HullPointerNetwork(hidden_dim)
@@ -152,7 +169,7 @@ def _model_from(saved: dict):
 
 def load_hull_pointer(path):
     """Load a model saved by ``save_hull_pointer``: (model, info)."""
-    return _model_from(torch.load(path, map_location="cpu", weights_only=True))
+    return _model_from(_read_saved(path, "hull pointer", "save_hull_pointer"))
 
 
 def pretrained_hull_pointer(return_info: bool = False):

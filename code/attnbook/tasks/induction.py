@@ -35,8 +35,11 @@ import torch.nn.functional as F
 from .._checks import (
     keep_global_rng,
     require_dict_or_none,
+    require_float,
     require_generator,
+    require_ids,
     require_int,
+    require_matrix_fits,
     require_saved,
     require_tensor,
     require_training,
@@ -109,6 +112,12 @@ def repeated_batch(
             f"seq_len ({seq_len}) must be at least 2 * period "
             f"({2 * high}): the segment and one full repeat"
         )
+    require_matrix_fits(
+        "the batch",
+        (batch_size, seq_len),
+        torch.int64,
+        "use a smaller one, or",
+    )
     tokens = torch.randint(
         vocab_size, (batch_size, seq_len), generator=generator
     )
@@ -155,8 +164,15 @@ def _periods(period) -> tuple:
 def predictable_loss(logits, tokens, predictable) -> torch.Tensor:
     """Cross-entropy in nats of logits[:, i - 1] against token i, averaged
     over the predictable tokens i (``repeated_batch``'s mask)."""
-    require_tensor("logits", logits)
-    require_tensor("tokens", tokens)
+    require_float("logits", logits)
+    if logits.dim() != 3 or logits.shape[-1] == 0:
+        raise ValueError(
+            "logits must have shape (B, n, vocab) with vocab >= 1, got "
+            f"{tuple(logits.shape)}"
+        )
+    require_ids("tokens", tokens, logits.shape[-1], dims=2)
+    if tokens.dtype != torch.int64:
+        raise TypeError(f"tokens must be int64, got {tokens.dtype}")
     require_tensor("predictable", predictable)
     if predictable.dtype != torch.bool or predictable.shape != tokens.shape:
         raise ValueError(
@@ -164,7 +180,7 @@ def predictable_loss(logits, tokens, predictable) -> torch.Tensor:
             f"{tuple(tokens.shape)}, got {predictable.dtype} "
             f"{tuple(predictable.shape)}"
         )
-    if logits.dim() != 3 or logits.shape[:2] != tokens.shape:
+    if logits.shape[:2] != tokens.shape:
         raise ValueError(
             "logits must have shape (B, n, vocab) with (B, n) = "
             f"{tuple(tokens.shape)}, got {tuple(logits.shape)}"
@@ -281,6 +297,12 @@ def evaluate(
         )
     require_int("batches", batches)
     require_training(batch_size=batch_size, seed=seed)
+    require_matrix_fits(
+        "the evaluation tokens",
+        (batches, batch_size, TASK["seq_len"]),
+        torch.int64,
+        "use fewer batches, or",
+    )
     generator = torch.Generator().manual_seed(seed)
     period = TASK["period"]
     total = 0.0

@@ -27,7 +27,6 @@ import math
 import time
 
 import torch
-import torch.nn.functional as F
 
 from .._checks import (
     keep_global_rng,
@@ -41,7 +40,7 @@ from .._weights import load_pinned, read_pinned
 from ..measure.head_scores import previous_token_score
 from ..measure.threads import single_thread
 from ..nn.position_schemes import SCHEMES, PositionSchemeTransformer
-from .induction import repeated_batch
+from .induction import predictable_loss, repeated_batch
 
 RESULTS_FILE = "long_context.json"
 LONG_CONTEXT_SHA256 = (
@@ -108,9 +107,8 @@ def lab_batch(batch_size: int, length: int, generator: torch.Generator):
 
 def lookup_loss(logits, tokens, predictable) -> torch.Tensor:
     """Cross-entropy in nats of logits[:, i - 1] against token i over the
-    predictable tokens i."""
-    keep = predictable[:, 1:]
-    return F.cross_entropy(logits[:, :-1][keep], tokens[:, 1:][keep])
+    predictable tokens i: ``predictable_loss``, with its checks."""
+    return predictable_loss(logits, tokens, predictable)
 
 
 def _fit(model, steps, batch_size, lr, weight_decay, length, generator):
@@ -187,6 +185,7 @@ def finetune_rope(
             "finetune_rope needs a trained 'rope' PositionSchemeTransformer, "
             f"got {type(model).__name__}"
         )
+    _require_lab_sizes(model)
     with single_thread(), keep_global_rng():
         copy = build_model("rope")
         copy.load_state_dict(model.state_dict())
@@ -197,9 +196,43 @@ def finetune_rope(
     return copy.eval()
 
 
+def _require_module(model) -> None:
+    """``TypeError`` unless ``model`` is a module (tokens (B, n) -> logits
+    (B, n, vocab))."""
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(
+            f"model must be a torch.nn.Module, got {type(model).__name__}"
+        )
+
+
+def _require_lab_sizes(model) -> None:
+    """``ValueError`` unless ``model`` has the lab's sizes (``TASK``'s
+    vocabulary, ``MODEL_CONFIG``, max_len = max(LENGTHS)), the sizes of the
+    copy that ``finetune_rope`` fine-tunes."""
+    wanted = {
+        "vocab_size": TASK["vocab_size"],
+        "max_len": max(LENGTHS),
+        **MODEL_CONFIG,
+    }
+    sizes = {
+        "vocab_size": model.vocab_size,
+        "max_len": model.max_len,
+        "embed_dim": model.token_embedding.embedding_dim,
+        "num_heads": model.num_heads,
+        "num_layers": model.num_layers,
+    }
+    if sizes != wanted:
+        raise ValueError(
+            f"model has the sizes {sizes}, the lab's models {wanted}: "
+            "finetune_rope fine-tunes a copy of the lab's size"
+        )
+
+
 def scale(model, scaling, length: int, **ramp) -> None:
     """Set a "rope" model's scaling for ``length`` positions (None: plain
     RoPE); ramp: YaRN's alpha and beta, if not the paper's."""
+    _require_lab_model("model", model)
+    require_int("length", length)
     factor = length / TASK["train_len"]
     if scaling is None:
         model.set_rope_scaling(None)
@@ -303,6 +336,7 @@ def _require_lab_model(name, model, scheme=None) -> None:
 
 def eval_generator(length: int) -> torch.Generator:
     """The generator of the evaluation batches at ``length``."""
+    require_int("length", length)
     return torch.Generator().manual_seed(EVAL_SEED + length)
 
 
@@ -313,9 +347,16 @@ def accuracy(
     """The fraction of predictable tokens whose most likely prediction is
     right, on the evaluation batches at ``length`` positions; period: one
     repeat period P for every sequence instead of the task's range."""
+    _require_module(model)
     require_int("length", length, minimum=2 * TASK["period"][1])
     require_int("batches", batches)
     require_int("batch_size", batch_size)
+    require_matrix_fits(
+        "the evaluation tokens",
+        (batches, batch_size, length),
+        torch.int64,
+        "use fewer batches, or",
+    )
     if period is not None:
         require_int_in("period", period, *TASK["period"])
     periods = TASK["period"] if period is None else period
@@ -335,6 +376,11 @@ def accuracy(
 
 def accuracy_by_length(model, lengths=LENGTHS) -> dict:
     """{length: accuracy} on the evaluation batches."""
+    _require_module(model)
+    if isinstance(lengths, (str, bytes)) or not hasattr(lengths, "__iter__"):
+        raise TypeError(
+            f"lengths must be a sequence of ints, got {lengths!r:.40}"
+        )
     return {n: accuracy(model, n, **EVAL_BATCHES) for n in lengths}
 
 

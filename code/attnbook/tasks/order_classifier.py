@@ -133,6 +133,16 @@ def training_sequences(
     """
     require_int("steps", steps)
     require_int("seed", seed, minimum=0)
+    require_matrix_fits(
+        "the training sequences",
+        (
+            steps,
+            require_int("batch_size", batch_size),
+            require_int("max_len", max_len),
+        ),
+        torch.int64,
+        "use fewer steps, or",
+    )
     generator = torch.Generator().manual_seed(seed + 1)
     seen = set()
     for _ in range(steps):
@@ -153,8 +163,9 @@ def held_out_batch(
     disjoint from training data.
 
     exclude: a set of id tuples, e.g. from ``training_sequences``. Draws
-    batches of ``batch_size`` with ``generator`` and keeps the sequences not
-    in ``exclude`` (nor already kept) until ``batch_size`` are kept. Returns
+    batches of ``batch_size`` with ``generator`` (None: torch's global
+    generator, as torch does) and keeps the sequences not in ``exclude``
+    (nor already kept) until ``batch_size`` are kept. Returns
     tokens (batch_size, max_len), valid_lens (batch_size,), labels
     (batch_size,) as ``order_batch`` does.
     """

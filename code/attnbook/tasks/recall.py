@@ -35,6 +35,7 @@ from .._checks import (
     require_generator,
     require_int,
     require_int_in,
+    require_matrix_fits,
     require_tensor,
     require_training,
 )
@@ -94,6 +95,12 @@ def recall_batch(
             f"pairs = {pairs} needs at most num_keys = {num_keys} distinct "
             "keys"
         )
+    require_matrix_fits(
+        "the batch (keys and tokens)",
+        (batch_size, num_keys + 3 * pairs),
+        torch.int64,
+        "use a smaller one, or",
+    )
     keys = torch.rand(batch_size, num_keys, generator=generator)
     keys = keys.argsort(dim=1)[:, :pairs]  # P distinct keys per row
     values = num_keys + torch.randint(
@@ -234,6 +241,7 @@ def _check_pairs(pairs) -> tuple:
 
 def eval_generator(pairs: int) -> torch.Generator:
     """The generator of the evaluation sequences with ``pairs`` pairs."""
+    require_int("pairs", pairs)
     return torch.Generator().manual_seed(EVAL_SEED + pairs)
 
 
@@ -254,6 +262,11 @@ def recall_accuracy(
 ):
     """The fraction of held-out queries whose most likely output is the
     right value (``evaluation_batch(pairs, sequences, task)``)."""
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(
+            "model must be a module (tokens -> logits), got "
+            f"{type(model).__name__}"
+        )
     tokens, targets = evaluation_batch(pairs, sequences, task)
     keep = targets >= 0
     with single_thread():

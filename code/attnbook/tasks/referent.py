@@ -23,8 +23,11 @@ import torch
 from torch import nn
 
 from .._checks import (
+    require_flag,
+    require_ids,
     require_int,
     require_int_in,
+    require_tensor,
     require_text,
     restores_rng_on_error,
     seeded,
@@ -147,6 +150,8 @@ class ReferentModel(nn.Module):
         self.layers = nn.ModuleList(SelfAttention(d_model) for _ in range(2))
 
     def forward(self, ids, it_index, use_first_layer: bool = True):
+        _check_sentences(ids, it_index)
+        require_flag("use_first_layer", use_first_layer)
         x = self.embed(ids)
         n, d = ids.shape[1], x.shape[-1]
         x = x + sinusoidal_encoding(n, d).to(x.dtype)
@@ -156,6 +161,25 @@ class ReferentModel(nn.Module):
         h = x + out if use_first_layer else x
         _, w2 = second(h, mask)
         return w2[torch.arange(len(ids)), it_index], [w1, w2]
+
+
+def _check_sentences(ids, it_index) -> None:
+    """ids (B, n) word ids, n >= 1; it_index (B,) int64 in [0, n)."""
+    require_ids("ids", ids, len(VOCAB), dims=2)
+    require_tensor("it_index", it_index)
+    if it_index.dtype != torch.int64 or it_index.shape != ids.shape[:1]:
+        raise ValueError(
+            f"it_index must be int64 of shape ({len(ids)},), one position "
+            f"per sentence of ids {tuple(ids.shape)}, got {it_index.dtype} "
+            f"{tuple(it_index.shape)}"
+        )
+    if it_index.numel() and (
+        it_index.min() < 0 or it_index.max() >= ids.shape[1]
+    ):
+        raise ValueError(
+            f"it_index must be positions in [0, {ids.shape[1]}), got "
+            f"{it_index.min().item()} .. {it_index.max().item()}"
+        )
 
 
 def _padding_mask(ids, it_index) -> torch.Tensor:

@@ -136,6 +136,12 @@ def sorting_accuracy(
     require_int("num_sequences", num_sequences)
     require_int("seed", seed, minimum=0)
     require_int("batch_size", batch_size)
+    require_matrix_fits(
+        "the evaluation sequences",
+        (num_sequences, n),
+        torch.float32,
+        "use fewer, or",
+    )
     generator = seeded_generator(seed)
     correct, remaining = 0, num_sequences
     while remaining > 0:
@@ -208,7 +214,9 @@ def teacher_forced_training(
     batch ``draw_batch(batch_size, n, generator)`` -> (inputs, targets), the
     model's teacher-forced ``loss``; Adam with the learning rate decaying
     exponentially from ``lr`` to ``final_lr``, gradients clipped at norm 1.
-    Returns the list of the ``steps`` training losses."""
+    Returns the list of the ``steps`` training losses. Every draw uses
+    ``generator`` (required: torch's global RNG is never touched)."""
+    require_generator("generator", generator)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     decay = (final_lr / lr) ** (1.0 / max(steps - 1, 1))
     schedule = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=decay)
@@ -233,10 +241,12 @@ def teacher_forced_training(
     return losses
 
 
-def _check_saving(model, path, info) -> None:
-    if not isinstance(model, PointerNetwork):
+def _check_saving(model, path, info, model_class=PointerNetwork) -> None:
+    """model a ``model_class``, path a file path, info a dict or None."""
+    if not isinstance(model, model_class):
         raise TypeError(
-            f"model must be a PointerNetwork, got {type(model).__name__}"
+            f"model must be a {model_class.__name__}, got "
+            f"{type(model).__name__}"
         )
     if not isinstance(path, (str, os.PathLike)) or not str(path):
         raise TypeError(f"path must be a file path, got {path!r:.40}")
@@ -275,18 +285,26 @@ def save_sorter(model: PointerNetwork, path, info: dict | None = None) -> None:
 def load_sorter(path):
     """Load a model saved by ``save_sorter``. Returns (model in eval mode,
     info dict)."""
+    return _sorter_from(_read_saved(path, "sorter", "save_sorter"))
+
+
+def _read_saved(path, what: str, writer: str):
+    """What ``torch.load`` reads from ``path`` (tensors only), or a
+    ``ValueError`` naming ``what`` it should hold and ``writer``, the
+    function that writes such files."""
+    if not isinstance(path, (str, os.PathLike)) or not str(path):
+        raise TypeError(f"path must be a file path, got {path!r:.40}")
     try:
-        saved = torch.load(path, map_location="cpu", weights_only=True)
+        return torch.load(path, map_location="cpu", weights_only=True)
     except FileNotFoundError:
         raise
     # torch's own message would suggest weights_only=False: never do that
     except Exception as error:
         raise ValueError(
-            f"{path} could not be read as a saved sorter (truncated, damaged, "
-            "or not written by save_sorter): "
+            f"{str(path):.80} could not be read as a saved {what} "
+            f"(truncated, damaged, or not written by {writer}): "
             f"{type(error).__name__}"
         ) from None
-    return _sorter_from(saved)
 
 
 def _sorter_from(saved: dict):
