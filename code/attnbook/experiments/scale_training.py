@@ -35,6 +35,7 @@ from .._checks import (
     require_same_device,
     require_training,
     require_weights_fit,
+    restores_rng_on_error,
     seeded_generator,
 )
 from .._weights import read_pinned
@@ -91,6 +92,7 @@ class ProjectedDotScore(nn.Module):
     ``generator`` (torch's global one if None), float64.
     """
 
+    @restores_rng_on_error
     def __init__(self, dim: int, scaled: bool, generator=None):
         super().__init__()
         require_int("dim", dim)
