@@ -231,6 +231,17 @@ def test_the_accuracies_need_a_model(model):
         long_context.scale(torch.nn.Linear(2, 2), "yarn", 128)
 
 
+def test_the_lab_accuracy_takes_a_function_of_the_tokens():
+    # chapter 15 measures a model under an intervention through a wrapper
+    from attnbook.tasks import long_context
+
+    def constant(tokens):
+        return torch.zeros(*tokens.shape, long_context.TASK["vocab_size"])
+
+    accuracy = long_context.accuracy(constant, 64, batches=1, batch_size=2)
+    assert 0.0 <= accuracy <= 1.0
+
+
 def test_the_lab_accuracy_bounds_its_evaluation_tokens():
     from attnbook.tasks import long_context
 

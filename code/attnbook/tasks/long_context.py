@@ -196,12 +196,14 @@ def finetune_rope(
     return copy.eval()
 
 
-def _require_module(model) -> None:
-    """``TypeError`` unless ``model`` is a module (tokens (B, n) -> logits
-    (B, n, vocab))."""
-    if not isinstance(model, torch.nn.Module):
+def _require_model(model) -> None:
+    """``TypeError`` unless ``model`` can be called, tokens (B, n) -> logits
+    (B, n, vocab): a module, or a function wrapping one (chapter 15 passes
+    ``lambda tokens: model(tokens, window=64)``)."""
+    if not callable(model):
         raise TypeError(
-            f"model must be a torch.nn.Module, got {type(model).__name__}"
+            "model must be a callable, tokens (B, n) -> logits (B, n, "
+            f"vocab), e.g. a torch.nn.Module; got {type(model).__name__}"
         )
 
 
@@ -347,7 +349,7 @@ def accuracy(
     """The fraction of predictable tokens whose most likely prediction is
     right, on the evaluation batches at ``length`` positions; period: one
     repeat period P for every sequence instead of the task's range."""
-    _require_module(model)
+    _require_model(model)
     require_int("length", length, minimum=2 * TASK["period"][1])
     require_int("batches", batches)
     require_int("batch_size", batch_size)
@@ -376,7 +378,7 @@ def accuracy(
 
 def accuracy_by_length(model, lengths=LENGTHS) -> dict:
     """{length: accuracy} on the evaluation batches."""
-    _require_module(model)
+    _require_model(model)
     if isinstance(lengths, (str, bytes)) or not hasattr(lengths, "__iter__"):
         raise TypeError(
             f"lengths must be a sequence of ints, got {lengths!r:.40}"
