@@ -119,12 +119,13 @@ def venv_bin(name: str) -> str:
 def _schedule_rank(item) -> int:
     """Longest first, so that `make test`'s parallel workers finish together.
 
-    The JupyterLab test (every chapter run again in a real Lab) is the suite's
-    longest file, the browser tests next, then the chapters under nbval, then
+    The JupyterLab tests (every chapter run again in a real Lab, in two files
+    of half the chapters each, so that two workers share them) are the
+    suite's longest files, the browser tests next, then the chapters under nbval, then
     the unit tests.
     """
     path = Path(str(item.fspath))
-    if path.name == "test_lab.py":
+    if path.name.startswith("test_lab"):
         return 0
     if path.name.startswith(("test_browser", "test_pdf")):
         return 1
