@@ -286,3 +286,40 @@ def test_shipped_radam_comparison_is_pinned_and_matched():
         assert len(first) == 1
     table = format_radam_table(results)
     assert table.count("\n") == len(results["lrs"]) * len(RADAM_ARMS)
+
+
+def test_shipped_probes_are_pinned_complete_and_reproduced():
+    # chapter 9 prints the gradient norms and the first Adam steps from
+    # this file; every entry must be there, and the file must hold what
+    # the functions compute (one gradient case and the first step of the
+    # pre-LN replay, recomputed here; the chapter recomputes post-LN's)
+    from attnbook.experiments.norm_placement import (
+        PROBE_CHECKPOINTS,
+        PROBE_DEPTHS,
+        PROBE_SEEDS,
+        early_steps,
+        gradient_norms_at_init,
+        load_probes,
+    )
+
+    probes = load_probes()
+    for placement in PLACEMENTS:
+        by_depth = probes["gradient_norms"][placement]
+        assert sorted(map(int, by_depth)) == list(PROBE_DEPTHS)
+        for depth in PROBE_DEPTHS:
+            per_seed = by_depth[str(depth)]
+            assert len(per_seed) == len(PROBE_SEEDS)
+            assert all(len(blocks) == depth for blocks in per_seed)
+        replay = probes["early_steps"][placement]
+        assert replay["steps"] == list(PROBE_CHECKPOINTS)
+    live = gradient_norms_at_init("pre-LN", 12, seed=2)
+    assert live == pytest.approx(
+        probes["gradient_norms"]["pre-LN"]["12"][2], rel=1e-9
+    )
+    first = early_steps("pre-LN", checkpoints=(0, 1), probe_size=128)
+    shipped = probes["early_steps"]["pre-LN"]
+    for step in range(2):
+        assert first["spread"][step] == pytest.approx(
+            shipped["spread"][step], rel=1e-9
+        )
+    assert first["dead"] == shipped["dead"][:2]

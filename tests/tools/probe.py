@@ -848,6 +848,7 @@ fn(
     probe_size=4,
 )
 fn("experiments.norm_placement.load_radam_comparison")
+fn("experiments.norm_placement.load_probes")
 fn(
     "experiments.norm_placement.format_radam_table",
     results=lambda: resolve(

@@ -59,6 +59,16 @@ RADAM_SIZES = {"num_layers": 4}
 NORM_PLACEMENT_RADAM_SHA256 = (
     "9070a20434450ce9c3207242af11de6a4dc240cee5c04e5fc59b39bb1fbf47d8"
 )
+# python -m attnbook.train.norm_placement_probes: the gradient norms at
+# initialisation and the first Adam steps of chapter 9, in float64
+PROBES_FILE = "norm_placement_probes.json"
+PROBE_DEPTHS = (2, 6, 12, 24)
+PROBE_SEEDS = (0, 1, 2)
+PROBE_CHECKPOINTS = (0, 1, 2, 5, 20)
+PROBE_SIZE = 128
+NORM_PLACEMENT_PROBES_SHA256 = (
+    "cd0618b33adb30ee2b986ec84d4fef1b2b2d9e6a86cae5c4e8997fd5b5e95766"
+)
 RESULTS_FILE = (
     Path(__file__).resolve().parents[1] / "data" / "norm_placement.json"
 )
@@ -485,6 +495,15 @@ def load_radam_comparison() -> dict:
     pinned SHA-256): post-LN without warm-up under RAdam, beside Adam with
     and without warm-up, at matched seeds, batches and initial weights."""
     return json.loads(read_pinned(RADAM_FILE, NORM_PLACEMENT_RADAM_SHA256))
+
+
+def load_probes() -> dict:
+    """The shipped ``data/norm_placement_probes.json`` of ``python -m
+    attnbook.train.norm_placement_probes`` (checked against its pinned
+    SHA-256): {"gradient_norms": {placement: {depth: [per seed: per block]}},
+    "early_steps": {placement: early_steps(placement, ...)}, ...}, every
+    number computed in float64 by the functions of this module."""
+    return json.loads(read_pinned(PROBES_FILE, NORM_PLACEMENT_PROBES_SHA256))
 
 
 def format_radam_table(results: dict) -> str:
