@@ -91,6 +91,24 @@ def test_accuracy_counts_argmax_hits():
     assert accuracy(model, tokens, lens, 1 - predicted) == 0.0
 
 
+def test_accuracy_over_many_chunks_counts_every_sequence_once():
+    # accuracy reads 500 sequences at a time: 1,234 sequences (three
+    # chunks, the last partial) must count as one pass over all of them
+    model = _model().double()
+    tokens, lens, labels = order_batch(
+        1234, generator=torch.Generator().manual_seed(3)
+    )
+    with torch.no_grad():
+        hits = (model(tokens, lens).argmax(-1) == labels).sum().item()
+    assert accuracy(model, tokens, lens, labels) == pytest.approx(
+        hits / 1234, abs=1e-7
+    )
+    empty = tokens[:0], lens[:0], labels[:0]
+    with torch.no_grad():
+        whole = model(*empty[:2]).argmax(-1).float().mean().item()
+    assert repr(accuracy(model, *empty)) == repr(whole)  # as before: no error
+
+
 def test_training_is_seeded_and_lowers_the_loss():
     model_a, history_a = train_order_classifier(
         steps=40, batch_size=32, progress=False
