@@ -205,7 +205,7 @@ def test_position_shift_matrix_matches_the_formula(delta, dim, base):
 def test_shift_matrix_maps_position_i_to_i_plus_delta(
     position, delta, half_dim, base
 ):
-    """M(delta) @ P[i] = P[i + delta] for random i, delta and even dim, with P from the direct formula."""
+    """R(delta) @ P[i] = P[i + delta] for random i, delta and even dim, with P from the direct formula."""
     dim = 2 * half_dim
     matrix = position_shift_matrix(delta, dim, base)
     source = direct_encoding(1, dim, base, first=position)[0]
@@ -216,7 +216,7 @@ def test_shift_matrix_maps_position_i_to_i_plus_delta(
 
 
 def test_one_shift_matrix_serves_every_position():
-    """The same M(delta) works for all i at once: M @ P[:n]^T = P[delta:delta+n]^T."""
+    """The same R(delta) works for all i at once: R @ P[:n]^T = P[delta:delta+n]^T."""
     encoding = sinusoidal_encoding(120, 32)
     for delta in (1, 7, 19):
         shifted = encoding[:100] @ position_shift_matrix(delta, 32).T
@@ -483,7 +483,7 @@ def _assert_figure_shows(fig, view):
     )
     assert left.get_title() == f"P  (d_model = {dim}, base = {view['base']:g})"
     assert middle.get_title().startswith(f"i = {i}, i + δ = {target}: ")
-    assert right.get_title() == f"shift matrix M(δ = {view['delta']})"
+    assert right.get_title() == f"shift matrix R(δ = {view['delta']})"
 
 
 def test_update_positional_figure_shows_the_new_view_on_the_same_artists():

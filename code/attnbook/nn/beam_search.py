@@ -129,7 +129,7 @@ def beam_search(
         )
     memory, mask = model.encode(src, src_lens)
     batch, k = src.shape[0], beam_width
-    memory = memory.repeat_interleave(k, dim=0)  # (B * k, n_src, E)
+    memory = memory.repeat_interleave(k, dim=0)  # (B * k, n_src, d_model)
     if mask is not None:
         mask = mask.repeat_interleave(k, dim=0)
     caches = memory_kv = None

@@ -34,9 +34,9 @@ def positional_view(
 
     Returns a dict with the inputs, ``encoding`` P (num_positions, dim),
     ``p_position`` = P[position] and ``p_target`` = P[position + delta] (dim,),
-    ``shift_matrix`` M (dim, dim), ``p_shifted`` = M @ P[position] (dim,) and
-    ``max_error`` = max |M @ P[position] - P[position + delta]|. Both positions
-    must lie in 0 .. num_positions - 1; dim must be even (M needs column
+    ``shift_matrix`` R (dim, dim), ``p_shifted`` = R @ P[position] (dim,) and
+    ``max_error`` = max |R @ P[position] - P[position + delta]|. Both positions
+    must lie in 0 .. num_positions - 1; dim must be even (R needs column
     pairs).
     """
     require_int_in("num_positions", num_positions, 1, 100_000)
@@ -118,7 +118,7 @@ def plot_positional(view: dict):
         markersize=7,
         markeredgewidth=1.5,
         zorder=3,
-        label="M(δ) P[i]",
+        label="R(δ) P[i]",
     )
     # The rows stay within -1 .. 1; the legend sits in a strip below them, so
     # no line crosses it and it is never redrawn (the title gives i and
@@ -206,13 +206,13 @@ def update_positional_figure(fig, view: dict) -> list:
     p_shifted.set_data(columns, view["p_shifted"].numpy())
     _show_columns(middle, dim)
     middle.title.set_text(
-        f"i = {i}, i + δ = {target}: max |M P[i] - P[i+δ]| = "
+        f"i = {i}, i + δ = {target}: max |R P[i] - P[i+δ]| = "
         f"{view['max_error']:.1e}"
     )
 
     (shift_image,) = right.images
     shift_image.set_data(view["shift_matrix"].numpy())
-    right.title.set_text(f"shift matrix M(δ = {view['delta']})")
+    right.title.set_text(f"shift matrix R(δ = {view['delta']})")
     return [
         heat_map,
         left.xaxis,

@@ -167,7 +167,7 @@ def update_scoring_figure(fig, view: dict) -> list:
     for bar, height in zip(weight_bars, view["sorted_weights"].tolist()):
         bar.set_height(height)
     left.title.set_text(
-        f"d={view['dim']}, {'scaled' if view['scaled'] else 'unscaled'}, T="
+        f"d={view['dim']}, {'scaled' if view['scaled'] else 'unscaled'}, τ="
         f"{view['temperature']:.2g}: "
         f"score var {stats['variance']:.3g}"
     )
