@@ -83,6 +83,62 @@ def test_teacher_forced_training_needs_a_generator_and_leaves_the_rng():
         assert torch.equal(old, new)
 
 
+@pytest.mark.parametrize(
+    "change, error, match",
+    [
+        ({"steps": 10**12}, ValueError, "steps"),
+        ({"final_lr": 0.0}, ValueError, "final_lr"),
+        ({"model": torch.nn.Linear(2, 2)}, TypeError, "loss"),
+        ({"draw_batch": None}, TypeError, "draw_batch"),
+        ({"lengths": (3,)}, TypeError, "lengths"),
+        ({"lengths": (4, 3)}, ValueError, "lengths"),
+    ],
+    ids=["steps", "final_lr", "model", "draw_batch", "pair", "order"],
+)
+def test_teacher_forced_training_refuses_before_training(change, error, match):
+    # the probe's 10**12 steps trained until killed, changing the model
+    from attnbook.tasks.sorting import sorting_batch, teacher_forced_training
+
+    torch.manual_seed(0)
+    network = PointerNetwork(8)
+    before = [p.detach().clone() for p in network.parameters()]
+    settings = dict(
+        model=network, draw_batch=sorting_batch,
+        generator=torch.Generator().manual_seed(0), steps=1, batch_size=2,
+        lengths=(3, 4), lr=1e-3, final_lr=1e-4,
+    )  # fmt: skip
+    settings.update(change)
+    model, draw, generator = (
+        settings.pop(k) for k in ("model", "draw_batch", "generator")
+    )
+    with pytest.raises(error, match=match):
+        teacher_forced_training(model, draw, generator, **settings)
+    for old, new in zip(before, network.parameters()):
+        assert torch.equal(old, new)
+
+
+def test_scale_training_evaluate_and_best_rows_name_bad_arguments():
+    from attnbook.experiments.scale_training import (
+        ProjectedDotScore,
+        best_rows,
+        evaluate,
+        noisy_copy_task,
+    )
+
+    data = noisy_copy_task(2, 3, 4, 5, generator=torch.Generator())
+    model = ProjectedDotScore(5, True)
+    accuracy, loss = evaluate(model, data)
+    assert 0 <= accuracy <= 1 and loss > 0
+    with pytest.raises(TypeError, match="model must be a ProjectedDotScore"):
+        evaluate(torch.nn.Linear(2, 2), data)
+    with pytest.raises(TypeError, match="data must be"):
+        evaluate(model, data[:2])
+    with pytest.raises(ValueError, match="targets"):
+        evaluate(model, (data[0], data[1], data[2][:1]))
+    with pytest.raises(TypeError, match="sweep must be"):
+        best_rows({})
+
+
 def test_held_out_batch_documents_its_draws_from_the_global_generator():
     from attnbook.tasks.order_classifier import held_out_batch
 

@@ -98,6 +98,9 @@ OUT_DIR = ROOT / "_build" / "probe"
 # ---------------------------------------------------------------------------
 
 SKIP = {
+    # chapter 12's script's report: scores the shipped model on all
+    # held-out text (about a minute); probed through bits_per_char
+    "attnbook.train.language_model.report": "minutes per call",
     # the autograd Function behind chunked_attention: reached through it
     "attnbook.core.chunked.RecomputingChunkedAttention": "autograd internals",
     "attnbook.core.chunked.RecomputingChunkedAttention.forward": "internal",
@@ -2395,6 +2398,22 @@ method(
     ),
     queries=lambda: R(2, 3, 4, dtype=torch.float64),
     keys=lambda: R(2, 5, 4, dtype=torch.float64),
+)
+fn(
+    "experiments.scale_training.evaluate",
+    model=lambda: resolve(
+        "attnbook.experiments.scale_training.ProjectedDotScore"
+    )(5, True),
+    data=lambda: resolve(
+        "attnbook.experiments.scale_training.noisy_copy_task"
+    )(n_sets=2, n_queries=3, n_keys=4, dim=5, generator=G()),
+)
+fn(
+    "experiments.scale_training.best_rows",
+    sweep=lambda: resolve(
+        "attnbook.experiments.scale_training.shipped_scale_sweep"
+    )(),
+    by="area",
 )
 fn(
     "experiments.scale_training.train_retriever",

@@ -29,10 +29,12 @@ from torch import nn
 from .._checks import (
     require_float,
     require_generator,
+    require_ids,
     require_int,
     require_matrix_fits,
     require_positive,
     require_same_device,
+    require_tensor,
     require_training,
     require_weights_fit,
     restores_rng_on_error,
@@ -145,8 +147,24 @@ class ProjectedDotScore(nn.Module):
 
 def evaluate(model, data) -> tuple[float, float]:
     """(accuracy, mean cross-entropy in nats) of ``model`` on ``data`` =
-    (queries, keys, targets)."""
+    (queries, keys, targets) as ``noisy_copy_task`` returns them."""
+    if not isinstance(model, ProjectedDotScore):
+        raise TypeError(
+            f"model must be a ProjectedDotScore, got {type(model).__name__}"
+        )
+    if not (isinstance(data, (tuple, list)) and len(data) == 3):
+        raise TypeError(
+            "data must be (queries, keys, targets) as noisy_copy_task "
+            f"returns, got {type(data).__name__}"
+        )
     queries, keys, targets = data
+    require_tensor("data's keys", keys)
+    require_ids("data's targets", targets, keys.shape[-2], dims=2)
+    if targets.shape != queries.shape[:2]:
+        raise ValueError(
+            f"data's targets {tuple(targets.shape)} must give one key per "
+            f"query of queries {tuple(queries.shape)}"
+        )
     with torch.no_grad():
         scores = model(queries, keys)
         loss = nn.functional.cross_entropy(
@@ -291,6 +309,11 @@ def best_rows(sweep: dict, by: str = "area") -> dict:
     highest mean validation accuracy: over all evaluated steps (``by`` =
     "area", the area under its learning curves) or at the last step (``by``
     = "last"). The test set plays no part in the choice."""
+    if not (isinstance(sweep, dict) and isinstance(sweep.get("rows"), list)):
+        raise TypeError(
+            "sweep must be the dict shipped_scale_sweep returns (with "
+            f"'rows'), got {type(sweep).__name__}"
+        )
     if by not in ("area", "last"):
         raise ValueError(f"by must be 'area' or 'last', got {by!r:.20}")
     best = {}

@@ -217,6 +217,26 @@ def teacher_forced_training(
     Returns the list of the ``steps`` training losses. Every draw uses
     ``generator`` (required: torch's global RNG is never touched)."""
     require_generator("generator", generator)
+    require_training(steps=steps, batch_size=batch_size, lr=lr)
+    require_positive("final_lr", final_lr)
+    if not (
+        isinstance(model, nn.Module) and callable(getattr(model, "loss", None))
+    ):
+        raise TypeError(
+            "model must be a module with a loss(inputs, target) method "
+            f"(a pointer network), got {type(model).__name__}"
+        )
+    if not callable(draw_batch):
+        raise TypeError(
+            "draw_batch must be a function (batch_size, n, generator) -> "
+            f"(inputs, targets), got {type(draw_batch).__name__}"
+        )
+    if not (isinstance(lengths, (tuple, list)) and len(lengths) == 2):
+        raise TypeError(
+            f"lengths must be a (low, high) pair, got {lengths!r:.40}"
+        )
+    require_int("lengths[0]", lengths[0])
+    require_int("lengths[1]", lengths[1], minimum=lengths[0])
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     decay = (final_lr / lr) ** (1.0 / max(steps - 1, 1))
     schedule = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=decay)
