@@ -350,9 +350,7 @@ def reinforce_loss(scores, items, target, generator=None, baseline=True):
     drawn per example with ``generator`` (None: torch's global generator);
     baseline leave-one-out (False: none). log p(z) is a log_softmax of the
     scores, finite even where p(z) underflows."""
-    _check_scores(scores, items)
-    _check_selection(items, target)
-    require_generator("generator", generator, allow_none=True)
+    _check_draw(scores, items, target, generator)
     log_weights = torch.log_softmax(scores, dim=-1)
     rows = torch.arange(scores.shape[0])
     weights = log_weights.detach().exp()
@@ -371,10 +369,7 @@ def gumbel_loss(scores, items, target, generator=None, tau=1.0):
     softmax((scores + g) / tau) in place of the one-hot one. scores (batch,
     n), items (batch, n, dim), target (batch,).
     """
-    _check_scores(scores, items)
-    _check_selection(items, target)
-    require_generator("generator", generator, allow_none=True)
-    require_finite_number("tau", tau, low=1e-3, high=1e3)
+    _check_draw(scores, items, target, generator, tau)
     tiny = torch.finfo(scores.dtype).tiny
     u = torch.rand(scores.shape, generator=generator, dtype=scores.dtype)
     gumbel = -torch.log(-torch.log(u.clamp_min(tiny)))
@@ -383,6 +378,16 @@ def gumbel_loss(scores, items, target, generator=None, tau=1.0):
     one_hot.scatter_(-1, relaxed.argmax(dim=-1, keepdim=True), 1.0)
     choice = one_hot + relaxed - relaxed.detach()  # value: one-hot
     return soft_loss(choice, items, target)
+
+
+def _check_draw(scores, items, target, generator, tau=1.0) -> None:
+    """A hard selector's draw: scores (batch, n) finite, matching items
+    (batch, n, dim); target (batch,); a generator or None; tau in [1e-3,
+    1e3]."""
+    _check_scores(scores, items)
+    _check_selection(items, target)
+    require_generator("generator", generator, allow_none=True)
+    require_finite_number("tau", tau, low=1e-3, high=1e3)
 
 
 def _check_scores(scores, items) -> None:
