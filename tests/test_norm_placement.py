@@ -312,14 +312,18 @@ def test_shipped_probes_are_pinned_complete_and_reproduced():
             assert all(len(blocks) == depth for blocks in per_seed)
         replay = probes["early_steps"][placement]
         assert replay["steps"] == list(PROBE_CHECKPOINTS)
+    # within 1e-6, as the chapter prints: the arithmetic is float64, but
+    # the initial weights are drawn in float32, and ATen's plain kernels
+    # round the draws differently from the AVX2 ones the file was written
+    # with (1.4e-7 relative measured)
     live = gradient_norms_at_init("pre-LN", 12, seed=2)
     assert live == pytest.approx(
-        probes["gradient_norms"]["pre-LN"]["12"][2], rel=1e-9
+        probes["gradient_norms"]["pre-LN"]["12"][2], rel=1e-6
     )
     first = early_steps("pre-LN", checkpoints=(0, 1), probe_size=128)
     shipped = probes["early_steps"]["pre-LN"]
-    for step in range(2):
-        assert first["spread"][step] == pytest.approx(
-            shipped["spread"][step], rel=1e-9
-        )
-    assert first["dead"] == shipped["dead"][:2]
+    for key in ("spread", "dead"):
+        for step in range(2):
+            assert first[key][step] == pytest.approx(
+                shipped[key][step], rel=1e-6
+            )
