@@ -572,3 +572,23 @@ def test_trainings_refuse_steps_that_would_run_for_years():
         train_seq2seq(model, lambda: None, steps=10**12, lr=1e-3, seed=0)
     for old, new in zip(before, model.parameters()):
         assert torch.equal(old, new)
+
+
+def test_more_steps_or_layers_than_the_book_could_run_are_refused_at_once():
+    # the probe's 10**12 steps (card lookup, RoPE fine-tuning) and 10**12
+    # layers (the position-scheme model) ran until killed
+    from attnbook.nn.position_schemes import PositionSchemeTransformer
+    from attnbook.tasks.card_lookup import train_card_lookup
+    from attnbook.tasks.long_context import finetune_rope
+
+    with pytest.raises(ValueError, match="steps"):
+        train_card_lookup(steps=10**12)
+    model = PositionSchemeTransformer("rope", 16, 8, 2, 1, 32)
+    with pytest.raises(ValueError, match="steps"):
+        finetune_rope(model, "pi", steps=10**12)
+    state = torch.get_rng_state()
+    with pytest.raises(
+        ValueError, match="weights of PositionSchemeTransformer"
+    ):
+        PositionSchemeTransformer("rope", 16, 8, 2, 10**12, 32)
+    assert torch.equal(state, torch.get_rng_state())

@@ -33,6 +33,7 @@ from .._checks import (
     require_ids,
     require_int,
     require_matrix_fits,
+    require_weights_fit,
     restores_rng_on_error,
 )
 from ..core.long_context import (
@@ -86,6 +87,12 @@ class PositionSchemeTransformer(nn.Module):
                 f"embed_dim ({embed_dim}) must be num_heads ({num_heads}) "
                 "times an even head size"
             )
+        # each layer: 4 d x d attention maps and a 4d-wide feed-forward
+        require_weights_fit(
+            "PositionSchemeTransformer",
+            (vocab_size + max_len, embed_dim),
+            (num_layers, 12 * embed_dim, embed_dim),
+        )
         self.head_dim = embed_dim // num_heads
         self.rope_base = float(rope_base)
         self.token_embedding = nn.Embedding(vocab_size, embed_dim)

@@ -39,6 +39,7 @@ from .._checks import (
     require_positive,
     require_same_size,
     require_saved,
+    require_training,
     require_weights_fit,
     restores_rng_on_error,
     seeded,
@@ -266,8 +267,7 @@ def train_card_lookup(
     so the chapter loads shipped runs (``trained_card_lookup``). Returns (model
     in eval mode, losses). Torch's global random state is restored on exit.
     """
-    require_int("steps", steps, minimum=0)
-    require_int("batch_size", batch_size)
+    require_training(steps=steps, batch_size=batch_size)
     require_positive("lr", lr)
     require_int("seed", seed, minimum=0)
     require_float_dtype("dtype", dtype)
