@@ -172,7 +172,8 @@ def add_pointer_layers(module: nn.Module, input_dim: int, hidden_dim: int):
     ``encoder`` and ``decoder``, ``start`` (the input of step 0: nothing
     chosen yet, the source's h_0 symbol) and ``pointer``, the additive score
     v^T tanh(W_q s_t + W_k e_j) of the decoder state (query) against the
-    encoder states (keys)."""
+    encoder states (keys). Their initial weights are drawn from torch's
+    global generator, as every torch layer's are."""
     if not isinstance(module, nn.Module):
         raise TypeError(
             f"module must be a torch.nn.Module, got {type(module).__name__}"
