@@ -297,6 +297,7 @@ def test_shipped_probes_are_pinned_complete_and_reproduced():
         PROBE_CHECKPOINTS,
         PROBE_DEPTHS,
         PROBE_SEEDS,
+        PROBE_SIZE,
         early_steps,
         gradient_norms_at_init,
         load_probes,
@@ -320,7 +321,7 @@ def test_shipped_probes_are_pinned_complete_and_reproduced():
     assert live == pytest.approx(
         probes["gradient_norms"]["pre-LN"]["12"][2], rel=1e-6
     )
-    first = early_steps("pre-LN", checkpoints=(0, 1), probe_size=128)
+    first = early_steps("pre-LN", checkpoints=(0, 1), probe_size=PROBE_SIZE)
     shipped = probes["early_steps"]["pre-LN"]
     for key in ("spread", "dead"):
         for step in range(2):

@@ -135,6 +135,8 @@ def test_scale_training_evaluate_and_best_rows_name_bad_arguments():
         evaluate(model, data[:2])
     with pytest.raises(ValueError, match="targets"):
         evaluate(model, (data[0], data[1], data[2][:1]))
+    with pytest.raises(TypeError, match="data's queries"):
+        evaluate(model, ("queries", data[1], data[2]))
     with pytest.raises(TypeError, match="sweep must be"):
         best_rows({})
 

@@ -158,6 +158,7 @@ def evaluate(model, data) -> tuple[float, float]:
             f"returns, got {type(data).__name__}"
         )
     queries, keys, targets = data
+    require_tensor("data's queries", queries)
     require_tensor("data's keys", keys)
     require_ids("data's targets", targets, keys.shape[-2], dims=2)
     if targets.shape != queries.shape[:2]:
