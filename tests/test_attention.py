@@ -675,3 +675,72 @@ def test_soft_hard_explorer_follows_each_control():
     _assert_soft_hard_figure_shows(
         figure, soft_hard_view(angle=235.0, length=8.5)
     )
+
+
+# ---------------------------------------------------------------------------
+# attention's two paths: the plain one its listing shows, and the careful one.
+# ---------------------------------------------------------------------------
+
+
+def test_the_listing_of_attention_is_the_formula():
+    """Chapter 1 prints ``attention``: its body scores, takes the masked
+    softmax and averages the values in plain sight."""
+    import inspect
+
+    body = inspect.getsource(attention).split('"""')[-1]
+    assert "masked_softmax(scores, mask)" in body
+    assert "return weights @ values, weights" in body
+    assert len([line for line in body.splitlines() if line.strip()]) <= 6
+
+
+@pytest.mark.parametrize("masked", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_the_plain_and_the_careful_path_give_the_same_numbers(masked, dtype):
+    """With gradients the plain path runs, without them the careful one
+    (which overwrites the scores): the outputs and weights are equal bit for
+    bit, and a fully masked query gets zeros on both."""
+    queries, keys, values = _qkv(batch=(2,), n_q=4, n_k=6, dtype=dtype)
+    mask = None
+    if masked:
+        mask = torch.rand(2, 4, 6, generator=_gen(1)) > 0.4
+        mask[0, 1] = False  # a query that keeps no key
+    with torch.no_grad():
+        careful = attention(queries, keys, values, mask=mask)
+    grads = [x.clone().requires_grad_() for x in (queries, keys, values)]
+    plain = attention(*grads, mask=mask)
+    assert plain[0].requires_grad  # the plain path ran
+    for a, b in zip(plain, careful):
+        assert torch.equal(a.detach(), b)
+    if masked:
+        assert torch.equal(plain[1][0, 1], torch.zeros(6, dtype=dtype))
+
+
+def test_a_wrapped_score_function_gives_the_same_numbers():
+    """A lambda around ``scaled_dot_score`` is just another score function:
+    the same output and weights, with and without gradients."""
+    queries, keys, values = _qkv(n_q=5, n_k=7, dtype=torch.float32)
+    mask = torch.rand(5, 7, generator=_gen(2)) > 0.3
+
+    def wrapped(q, k):
+        return scaled_dot_score(q, k)
+
+    for grad in (False, True):
+        inputs = [x.clone().requires_grad_(grad) for x in (queries, keys)]
+        ours = attention(*inputs, values, wrapped, mask)
+        plain = attention(*inputs, values, mask=mask)
+        for a, b in zip(ours, plain):
+            assert torch.equal(a, b)
+
+
+def test_a_score_of_another_dtype_is_returned_in_the_inputs_dtype():
+    """A custom score that returns float64 scores for float32 inputs: the
+    plain path (gradients on) gives float32 weights and output."""
+    queries, keys, values = (
+        x.requires_grad_() for x in _qkv(dtype=torch.float32)
+    )
+    output, weights = attention(
+        queries, keys, values, lambda q, k: dot_score(q, k).double()
+    )
+    assert output.dtype == weights.dtype == torch.float32
+    expected, _ = attention(queries, keys, values, dot_score)
+    assert torch.allclose(output, expected, atol=1e-6)

@@ -3,19 +3,21 @@
 Soft attention returns the expectation of the values under the attention
 distribution; hard attention returns one value, picked by argmax or sampled.
 
-``attention`` and ``attention_weights`` read as the idea: check the inputs,
-take the masked softmax of the scores, average the values. The rare cases live
-in the private helpers below them, and NaN or inf under the mask in
-``core/_nonfinite.py``, which every attention function of the package shares:
+``attention`` reads as the idea: score, masked softmax, weighted average. Its
+one branch sends the rare cases to ``_careful_attention``, which computes the
+same numbers with more care (and shares the handling of NaN or inf under the
+mask with every attention function of the package, ``core/_nonfinite.py``):
 
 - half precision: float16/bfloat16 inputs are scored and normalised in
   float32, as PyTorch does;
 - memory: when no gradient is needed the softmax overwrites the scores this
   call computed (never a tensor a custom ``score`` returns as is), so the
-  n_q x n_k matrix exists once, not twice; a matrix larger than
-  ``attnbook.set_matrix_memory_limit`` is refused before it is allocated;
+  n_q x n_k matrix exists once, not twice;
 - garbage under the mask: a masked key or value that holds NaN or inf never
   reaches an output or a gradient.
+
+Before either path, a score matrix larger than
+``attnbook.set_matrix_memory_limit`` is refused before it is allocated.
 """
 
 import torch
@@ -42,7 +44,7 @@ from ._nonfinite import (
     scores_with_partly_masked_garbage,
     weighted_values,
 )
-from .masking import _masked_softmax
+from .masking import _masked_softmax, masked_softmax
 from .sampling import draw_categorical
 from .scoring import AdditiveScore, BilinearScore, scaled_dot_score
 
@@ -59,9 +61,11 @@ def attention(queries, keys, values, score=scaled_dot_score, mask=None):
     masked gets zero weights and a zero output.
     """
     _check_inputs(queries, keys, values, mask, score)
-    weights = _attention_weights(queries, keys, score, mask)  # step 1
-    output = _weighted_average(weights, values, mask)  # step 2
-    return output.to(values.dtype), weights.to(values.dtype)
+    if _needs_care(queries, keys, values, mask):
+        return _careful_attention(queries, keys, values, score, mask)
+    scores = _checked_scores(score(queries, keys), queries, keys)
+    weights = masked_softmax(scores, mask)  # step 1: (..., n_q, n_k)
+    return weights @ values, weights  # step 2: output (..., n_q, d_v)
 
 
 def attention_weights(
@@ -163,6 +167,50 @@ def _check_inputs(queries, keys, values, mask, score) -> None:
         require_bool_mask(mask, torch.Size(shape), device=queries.device)
 
 
+def _needs_care(queries, keys, values, mask) -> bool:
+    """True for the cases ``attention``'s plain path does not cover: half
+    precision, an input holding NaN or inf under a mask, or a call that no
+    gradient flows through (then the scores' memory is reused)."""
+    if queries.dtype in HALF_DTYPES:
+        return True
+    if mask is not None and not all(
+        all_finite(x) for x in (queries, keys, values)
+    ):
+        return True
+    return not (
+        torch.is_grad_enabled()
+        and any(x.requires_grad for x in (queries, keys, values))
+    )
+
+
+def _checked_scores(scores, queries, keys) -> torch.Tensor:
+    """The output of a ``score`` function, checked (``_require_scores``) and
+    returned in the dtype of the queries."""
+    _require_scores(scores, queries, keys)
+    return scores.to(queries.dtype)
+
+
+def _require_scores(scores, queries, keys) -> None:
+    """A clear error unless ``scores`` is a float tensor (..., n_q, n_k)."""
+    require_tensor("the output of score", scores)
+    require_float("the output of score", scores)
+    n_q, n_k = queries.shape[-2], keys.shape[-2]
+    if scores.dim() < 2 or scores.shape[-2:] != (n_q, n_k):
+        raise ValueError(
+            f"score returned shape {tuple(scores.shape)}, but "
+            f"{n_q} queries and {n_k} keys need scores (..., {n_q}, {n_k})"
+        )
+
+
+def _careful_attention(queries, keys, values, score, mask) -> tuple:
+    """``attention`` for the rare cases (``_needs_care``): the same two steps,
+    in float32 for half inputs, with NaN or inf under the mask kept out and
+    the weights written over the scores when no gradient needs them."""
+    weights = _attention_weights(queries, keys, score, mask)
+    output = _weighted_average(weights, values, mask)
+    return output.to(values.dtype), weights.to(values.dtype)
+
+
 def _attention_weights(queries, keys, score, mask) -> torch.Tensor:
     """Step 1, ``masked_softmax(score(queries, keys), mask)``, in the compute
     dtype (float32 for half inputs); the inputs are already checked."""
@@ -221,14 +269,7 @@ def _compute_scores(queries, keys, score):
             queries, keys = queries.to(work), keys.to(work)
         return score(queries, keys), True
     scores = score(queries, keys)
-    require_tensor("the output of score", scores)
-    require_float("the output of score", scores)
-    n_q, n_k = queries.shape[-2], keys.shape[-2]
-    if scores.dim() < 2 or scores.shape[-2:] != (n_q, n_k):
-        raise ValueError(
-            f"score returned shape {tuple(scores.shape)}, but "
-            f"{n_q} queries and {n_k} keys need scores (..., {n_q}, {n_k})"
-        )
+    _require_scores(scores, queries, keys)
     if scores.dtype in HALF_DTYPES:
         return scores.to(torch.float32), True
     fresh = type(score) in _FRESH_SCORE_MODULES
