@@ -144,7 +144,7 @@ def rope_frequencies(
     if scaling == "ntk":
         return pair_frequencies(head_dim, _ntk_base(base, factor, head_dim))
     if scaling == "yarn":
-        return _ntk_by_parts(theta, factor, original_context, alpha, beta)
+        return ntk_by_parts(theta, factor, original_context, alpha, beta)
     return theta
 
 
@@ -220,7 +220,7 @@ def _ntk_base(base: float, factor: float, head_dim: int) -> float:
     return new_base
 
 
-def _ntk_by_parts(theta, factor, original_context, alpha, beta):
+def ntk_by_parts(theta, factor, original_context, alpha, beta):
     """h_j = (1 - gamma(r_j)) theta_j / s + gamma(r_j) theta_j."""
     turns = original_context * theta / (2 * math.pi)  # r = L / lambda
     ramp = ((turns - alpha) / (beta - alpha)).clamp(0.0, 1.0)

@@ -8,13 +8,13 @@ import matplotlib.pyplot as plt
 from matplotlib.patches import Rectangle
 
 from .._checks import is_finite_number
-from .diagrams import _arrow, _box, weight_line
+from .diagrams import arrow, box, weight_line
 from .figures import require_figsize
 
 _QUERY, _KEY, _VALUE, _OUTPUT = "#e6f2e1", "#dbe9f6", "#fde8cf", "#fbe3e1"
 
 
-def _require_weights(weights) -> list:
+def require_weights(weights) -> list:
     """2 to 6 non-negative numbers summing to 1, as floats."""
     if not isinstance(weights, (list, tuple)) or not all(
         is_finite_number(w) and w >= 0 for w in weights
@@ -40,7 +40,7 @@ def draw_attention_steps(weights=(0.1, 0.55, 0.3, 0.05), figsize=(6.7, 3.0)):
     weights: the alpha_i drawn (2 to 6, non-negative, summing to 1); the line
     from value i to the output is as wide as its weight. Returns the figure.
     """
-    weights = _require_weights(weights)
+    weights = require_weights(weights)
     n = len(weights)
     fig, ax = plt.subplots(figsize=require_figsize(figsize))
     ax.set_xlim(0, 13.6)
@@ -63,44 +63,38 @@ def draw_attention_steps(weights=(0.1, 0.55, 0.3, 0.05), figsize=(6.7, 3.0)):
             Rectangle((1.9, y - 0.42), 9.0, 0.84, color="0.94", zorder=0)
         )
     middle = n / 2
-    _box(ax, columns["query"], middle, 0.9, 0.6, "$\\mathbf{q}$", _QUERY, 10)
+    box(ax, columns["query"], middle, 0.9, 0.6, "$\\mathbf{q}$", _QUERY, 10)
     softmax_height = n - 0.3
-    _box(ax, columns["softmax"], middle, 1.0, softmax_height, "", "white")
+    box(ax, columns["softmax"], middle, 1.0, softmax_height, "", "white")
     ax.text(
         columns["softmax"], middle, "softmax", rotation=90, fontsize=9,
         ha="center", va="center",
     )  # fmt: skip
     output_y = middle
-    _box(
+    box(
         ax, columns["output"], output_y, 1.7, 0.8,
         "$\\sum_i \\alpha_i \\mathbf{v}_i$", _OUTPUT, 10,
     )  # fmt: skip
     for i, (y, w) in enumerate(zip(rows, weights), start=1):
-        _arrow(
+        arrow(
             ax, (columns["query"] + 0.47, middle), (columns["keys"] - 0.47, y)
         )
-        _box(ax, columns["keys"], y, 0.9, 0.6, f"$\\mathbf{{k}}_{i}$", _KEY)
+        box(ax, columns["keys"], y, 0.9, 0.6, f"$\\mathbf{{k}}_{i}$", _KEY)
         ax.text(
             columns["scores"], y, f"$s(\\mathbf{{q}}, \\mathbf{{k}}_{i})$",
             ha="center", va="center", fontsize=9,
         )  # fmt: skip
-        _arrow(ax, (columns["keys"] + 0.47, y), (columns["scores"] - 0.8, y))
-        _arrow(
-            ax, (columns["scores"] + 0.8, y), (columns["softmax"] - 0.52, y)
-        )
+        arrow(ax, (columns["keys"] + 0.47, y), (columns["scores"] - 0.8, y))
+        arrow(ax, (columns["scores"] + 0.8, y), (columns["softmax"] - 0.52, y))
         ax.text(
             columns["weights"], y, f"$\\alpha_{i} = {w:.2f}$",
             ha="center", va="center", fontsize=9, color="tab:red",
         )  # fmt: skip
-        _arrow(
+        arrow(
             ax, (columns["softmax"] + 0.52, y), (columns["weights"] - 0.8, y)
         )
-        _arrow(
-            ax, (columns["weights"] + 0.8, y), (columns["values"] - 0.47, y)
-        )
-        _box(
-            ax, columns["values"], y, 0.9, 0.6, f"$\\mathbf{{v}}_{i}$", _VALUE
-        )
+        arrow(ax, (columns["weights"] + 0.8, y), (columns["values"] - 0.47, y))
+        box(ax, columns["values"], y, 0.9, 0.6, f"$\\mathbf{{v}}_{i}$", _VALUE)
         weight_line(
             ax,
             (columns["values"] + 0.46, y),

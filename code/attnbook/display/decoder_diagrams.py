@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 from matplotlib.patches import Rectangle
 
 from .._checks import require_int
-from .diagrams import _STAGE_COLOURS, _stage_box, _up_arrow
+from .diagrams import STAGE_COLOURS, stage_box, up_arrow
 from .figures import require_figsize
 
 
@@ -17,9 +17,9 @@ def _column(ax, x, ys, stages, width):
     """Boxes ``stages`` (label, kind) at heights ``ys`` in a column at x,
     joined by arrows."""
     for i, ((label, kind), y) in enumerate(zip(stages, ys)):
-        _stage_box(ax, y, label, width=width, colour=_STAGE_COLOURS[kind], x=x)
+        stage_box(ax, y, label, width=width, colour=STAGE_COLOURS[kind], x=x)
         if i + 1 < len(stages):
-            _up_arrow(ax, (x, y + 0.4), (x, ys[i + 1] - 0.4))
+            up_arrow(ax, (x, y + 0.4), (x, ys[i + 1] - 0.4))
 
 
 def _residual(ax, x, rail, y_from, y_to, width):
@@ -28,7 +28,7 @@ def _residual(ax, x, rail, y_from, y_to, width):
     ax.plot(
         [x, rail, rail], [y_from, y_from, y_to], color="0.25", linewidth=1.0
     )
-    _up_arrow(ax, (rail, y_to), (x + width / 2, y_to))
+    up_arrow(ax, (rail, y_to), (x + width / 2, y_to))
 
 
 def _frame(ax, x, bottom, top, width, label, times_left=False):
@@ -85,7 +85,7 @@ def draw_decoder_block(figsize=(7.2, 7.0)):
     enc_x, dec_x, width = 2.3, 7.0, 3.6
 
     # encoder column
-    _stage_box(ax, 0.9, "embedding + positions", width, 0.7, "#e4e4e4", enc_x)
+    stage_box(ax, 0.9, "embedding + positions", width, 0.7, "#e4e4e4", enc_x)
     ax.text(enc_x, 0.0, "source ids $(B, n_{src})$", ha="center", fontsize=9)
     enc_ys = [3.0, 4.2, 5.4, 6.6]
     enc_stages = [
@@ -94,24 +94,24 @@ def draw_decoder_block(figsize=(7.2, 7.0)):
         ("feed-forward", "ffn"),
         ("add & norm", "norm"),
     ]
-    _up_arrow(ax, (enc_x, 1.25), (enc_x, enc_ys[0] - 0.4))
+    up_arrow(ax, (enc_x, 1.25), (enc_x, enc_ys[0] - 0.4))
     _frame(ax, enc_x, 2.3, 7.55, width + 0.4, "encoder block", True)
     _column(ax, enc_x, enc_ys, enc_stages, width)
     memory_y = 8.4
-    _up_arrow(ax, (enc_x, enc_ys[-1] + 0.4), (enc_x, memory_y - 0.3))
+    up_arrow(ax, (enc_x, enc_ys[-1] + 0.4), (enc_x, memory_y - 0.3))
     ax.text(
         enc_x, memory_y, "memory $(B, n_{src}, d_{model})$",
         ha="center", va="center", fontsize=9,
     )  # fmt: skip
 
     # decoder column
-    _stage_box(ax, 0.9, "embedding + positions", width, 0.7, "#e4e4e4", dec_x)
+    stage_box(ax, 0.9, "embedding + positions", width, 0.7, "#e4e4e4", dec_x)
     ax.text(
         dec_x, 0.0, "BOS, $y_1, \\dots, y_{T-1}$ $(B, T)$",
         ha="center", fontsize=9,
     )  # fmt: skip
     dec_ys = [2.6 + 1.35 * i for i in range(len(DECODER_STAGES))]
-    _up_arrow(ax, (dec_x, 1.25), (dec_x, dec_ys[0] - 0.4))
+    up_arrow(ax, (dec_x, 1.25), (dec_x, dec_ys[0] - 0.4))
     _frame(ax, dec_x, 1.9, dec_ys[-1] + 0.95, width + 0.4, "decoder block")
     _column(ax, dec_x, dec_ys, DECODER_STAGES, width)
     rail = dec_x + width / 2 + 0.1
@@ -123,14 +123,14 @@ def draw_decoder_block(figsize=(7.2, 7.0)):
         [enc_x + 1.55, 4.6, 4.6], [memory_y, memory_y, cross_y],
         color="tab:blue", linewidth=1.3,
     )  # fmt: skip
-    _up_arrow(ax, (4.6, cross_y), (dec_x - width / 2, cross_y))
+    up_arrow(ax, (4.6, cross_y), (dec_x - width / 2, cross_y))
     ax.text(
         4.5, cross_y + 1.2, "keys,\nvalues", ha="right",
         fontsize=8, color="tab:blue",
     )  # fmt: skip
     out_y = dec_ys[-1] + 1.5
-    _up_arrow(ax, (dec_x, dec_ys[-1] + 0.4), (dec_x, out_y - 0.35))
-    _stage_box(ax, out_y, "linear: vocabulary scores", width, 0.7,
+    up_arrow(ax, (dec_x, dec_ys[-1] + 0.4), (dec_x, out_y - 0.35))
+    stage_box(ax, out_y, "linear: vocabulary scores", width, 0.7,
                "#e4e4e4", dec_x)  # fmt: skip
     ax.text(
         dec_x, out_y + 0.65, "predicts $y_1, \\dots, y_T$, EOS",

@@ -25,7 +25,7 @@ _HEAD_COLOURS = (
 )
 
 
-def _box(ax, x, y, width, height, text, colour="white", fontsize=9, alpha=1.0):
+def box(ax, x, y, width, height, text, colour="white", fontsize=9, alpha=1.0):
     """A rounded box centred at (x, y) with centred text; returns the text
     artist."""
     from matplotlib.patches import FancyBboxPatch
@@ -45,7 +45,7 @@ def _box(ax, x, y, width, height, text, colour="white", fontsize=9, alpha=1.0):
     return ax.text(x, y, text, ha="center", va="center", fontsize=fontsize)
 
 
-def _arrow(ax, start, end):
+def arrow(ax, start, end):
     ax.annotate(
         "",
         xy=end,
@@ -139,7 +139,7 @@ def draw_multihead(num_heads: int = 3, figsize=(12, 4.6)):
     ]  # one row per head, top down
     middle = 2.3
 
-    _box(
+    box(
         ax,
         0.65,
         middle,
@@ -148,8 +148,8 @@ def draw_multihead(num_heads: int = 3, figsize=(12, 4.6)):
         "input $X$\n$n \\times d_{\\mathrm{model}}$",
         fontsize=10,
     )
-    _arrow(ax, (1.2, middle), (1.6, middle))
-    _box(
+    arrow(ax, (1.2, middle), (1.6, middle))
+    box(
         ax,
         2.45,
         middle,
@@ -170,8 +170,8 @@ def draw_multihead(num_heads: int = 3, figsize=(12, 4.6)):
     )
     for i, y in enumerate(rows):
         colour = _HEAD_COLOURS[i % len(_HEAD_COLOURS)]
-        _arrow(ax, (3.25, middle), (3.85, y))
-        _box(
+        arrow(ax, (3.25, middle), (3.85, y))
+        box(
             ax,
             4.55,
             y,
@@ -182,8 +182,8 @@ def draw_multihead(num_heads: int = 3, figsize=(12, 4.6)):
             fontsize=9.25,
             alpha=0.35,
         )
-        _arrow(ax, (5.25, y), (5.65, y))
-        _box(
+        arrow(ax, (5.25, y), (5.65, y))
+        box(
             ax,
             6.75,
             y,
@@ -195,7 +195,7 @@ def draw_multihead(num_heads: int = 3, figsize=(12, 4.6)):
             fontsize=9.25,
             alpha=0.35,
         )
-        _arrow(ax, (7.82, y), (8.45, middle))
+        arrow(ax, (7.82, y), (8.45, middle))
     ax.text(
         4.55,
         4.55,
@@ -212,10 +212,10 @@ def draw_multihead(num_heads: int = 3, figsize=(12, 4.6)):
         va="top",
         fontsize=9.25,
     )
-    _box(ax, 9.0, middle, 1.0, 0.8, "concat\n$n \\times h d_k$", fontsize=10)
+    box(ax, 9.0, middle, 1.0, 0.8, "concat\n$n \\times h d_k$", fontsize=10)
     _feature_strip(ax, 9.0, middle - 0.6, 0.95, 0.16, num_heads)
-    _arrow(ax, (9.52, middle), (9.9, middle))
-    _box(
+    arrow(ax, (9.52, middle), (9.9, middle))
+    box(
         ax,
         10.4,
         middle,
@@ -225,7 +225,7 @@ def draw_multihead(num_heads: int = 3, figsize=(12, 4.6)):
         "$",
         fontsize=9.25,
     )
-    _arrow(ax, (10.85, middle), (11.2, middle))
+    arrow(ax, (10.85, middle), (11.2, middle))
     ax.text(
         11.75,
         middle,
@@ -384,7 +384,7 @@ def draw_connectivity(n: int = 5, kernel_size: int = 3, figsize=(11, 4.2)):
     return fig
 
 
-def _stage_box(ax, y, text, width=4.2, height=0.8, colour="white", x=5.0):
+def stage_box(ax, y, text, width=4.2, height=0.8, colour="white", x=5.0):
     """A rounded box of the encoder diagram centred at (x, y); returns the
     text artist."""
     from matplotlib.patches import FancyBboxPatch
@@ -404,7 +404,7 @@ def _stage_box(ax, y, text, width=4.2, height=0.8, colour="white", x=5.0):
     return ax.text(x, y, text, ha="center", va="center", fontsize=9, zorder=3)
 
 
-def _up_arrow(ax, start, end):
+def up_arrow(ax, start, end):
     ax.annotate(
         "",
         xy=end,
@@ -420,7 +420,7 @@ def _up_arrow(ax, start, end):
     )
 
 
-_STAGE_COLOURS = {
+STAGE_COLOURS = {
     "attention": "#fde2c8",
     "ffn": "#cfe3f5",
     "norm": "#fff4b8",
@@ -479,9 +479,9 @@ def draw_encoder_block(placement: str = "post-LN", figsize=(5.2, 6.6)):
     ax.text(
         5.0, 0.2, "token ids $(B, n)$", ha="center", va="center", fontsize=9
     )
-    _up_arrow(ax, (5.0, 0.45), (5.0, 1.0))
-    _stage_box(ax, 1.4, "embedding lookup", colour="#e4e4e4")
-    _up_arrow(ax, (5.0, 1.8), (5.0, 2.55))
+    up_arrow(ax, (5.0, 0.45), (5.0, 1.0))
+    stage_box(ax, 1.4, "embedding lookup", colour="#e4e4e4")
+    up_arrow(ax, (5.0, 1.8), (5.0, 2.55))
     from matplotlib.patches import Circle, FancyBboxPatch
 
     ax.add_patch(
@@ -496,8 +496,8 @@ def draw_encoder_block(placement: str = "post-LN", figsize=(5.2, 6.6)):
         va="center",
         fontsize=8.5,
     )
-    _up_arrow(ax, (1.9, 2.85), (4.7, 2.85))
-    _up_arrow(ax, (5.0, 3.15), (5.0, ys[0] - 0.4))
+    up_arrow(ax, (1.9, 2.85), (4.7, 2.85))
+    up_arrow(ax, (5.0, 3.15), (5.0, ys[0] - 0.4))
 
     ax.add_patch(
         FancyBboxPatch(
@@ -546,11 +546,11 @@ def draw_encoder_block(placement: str = "post-LN", figsize=(5.2, 6.6)):
             )
             half = 0.3
         else:
-            _stage_box(ax, y, label, colour=_STAGE_COLOURS[kind])
+            stage_box(ax, y, label, colour=STAGE_COLOURS[kind])
             half = 0.45
         if i + 1 < len(stages):
             next_half = 0.3 if stages[i + 1][1] == "add" else 0.45
-            _up_arrow(ax, (5.0, y + half), (5.0, ys[i + 1] - next_half))
+            up_arrow(ax, (5.0, y + half), (5.0, ys[i + 1] - next_half))
         if kind == "attention":
             ax.text(
                 0.2,
@@ -561,7 +561,7 @@ def draw_encoder_block(placement: str = "post-LN", figsize=(5.2, 6.6)):
                 fontsize=7.5,
                 color="0.3",
             )
-            _up_arrow(ax, (1.5, y - 0.3), (2.85, y - 0.1))
+            up_arrow(ax, (1.5, y - 0.3), (2.85, y - 0.1))
     rail = 7.55
     for source, target in residuals:
         y_from = ys[source] - 0.6
@@ -573,19 +573,17 @@ def draw_encoder_block(placement: str = "post-LN", figsize=(5.2, 6.6)):
             zorder=1,
         )
         end_x = 5.3 if stages[target][1] == "add" else 7.1
-        _up_arrow(ax, (rail, ys[target]), (end_x, ys[target]))
+        up_arrow(ax, (rail, ys[target]), (end_x, ys[target]))
 
     out_y = top - 0.2
     last_half = 0.3 if stages[-1][1] == "add" else 0.45
     if final:
         final_y = block_top + 1.0
-        _up_arrow(ax, (5.0, ys[-1] + last_half), (5.0, final_y - 0.45))
-        _stage_box(
-            ax, final_y, "final LayerNorm", colour=_STAGE_COLOURS["norm"]
-        )
-        _up_arrow(ax, (5.0, final_y + 0.45), (5.0, out_y - 0.25))
+        up_arrow(ax, (5.0, ys[-1] + last_half), (5.0, final_y - 0.45))
+        stage_box(ax, final_y, "final LayerNorm", colour=STAGE_COLOURS["norm"])
+        up_arrow(ax, (5.0, final_y + 0.45), (5.0, out_y - 0.25))
     else:
-        _up_arrow(ax, (5.0, ys[-1] + last_half), (5.0, out_y - 0.25))
+        up_arrow(ax, (5.0, ys[-1] + last_half), (5.0, out_y - 0.25))
     ax.text(
         5.0,
         out_y,
@@ -637,8 +635,8 @@ def draw_bahdanau_step(weights=(0.1, 0.6, 0.2, 0.1), figsize=(6.6, 4.2)):
     xs = [0.9 + 1.5 * j for j in range(n)]
     for j, x in enumerate(xs, start=1):
         ax.text(x, 0.35, f"$x_{j}$", ha="center", va="center", fontsize=10)
-        _arrow(ax, (x, 0.6), (x, 1.25))
-        _box(
+        arrow(ax, (x, 0.6), (x, 1.25))
+        box(
             ax,
             x,
             1.6,
@@ -676,7 +674,7 @@ def draw_bahdanau_step(weights=(0.1, 0.6, 0.2, 0.1), figsize=(6.6, 4.2)):
             ha="right",
             va="bottom",
         )
-    _box(
+    box(
         ax,
         context[0],
         context[1],
@@ -687,7 +685,7 @@ def draw_bahdanau_step(weights=(0.1, 0.6, 0.2, 0.1), figsize=(6.6, 4.2)):
         fontsize=10,
     )
     query, state = (2.3, 5.0), (8.4, 5.0)
-    _box(
+    box(
         ax,
         *query,
         1.0,
@@ -716,24 +714,22 @@ def draw_bahdanau_step(weights=(0.1, 0.6, 0.2, 0.1), figsize=(6.6, 4.2)):
         ha="right",
         va="center",
     )
-    _box(
-        ax, *state, 1.0, 0.6, "$\\mathbf{s}_t$", colour="#e6f2e1", fontsize=10
-    )
-    _arrow(ax, (query[0] + 0.52, query[1]), (state[0] - 0.52, state[1]))
+    box(ax, *state, 1.0, 0.6, "$\\mathbf{s}_t$", colour="#e6f2e1", fontsize=10)
+    arrow(ax, (query[0] + 0.52, query[1]), (state[0] - 0.52, state[1]))
     ax.text(
         5.4, 5.15, "GRU", ha="center", va="bottom", fontsize=8, color="0.3"
     )
-    _arrow(
+    arrow(
         ax,
         (context[0] + 1.12, context[1] + 0.1),
         (state[0] - 0.3, state[1] - 0.32),
     )
     ax.text(8.4, 3.3, "$y_{t-1}$", ha="center", va="center", fontsize=10)
-    _arrow(ax, (8.4, 3.55), (8.4, 4.68))
-    _arrow(ax, (state[0], state[1] + 0.32), (state[0], 5.85))
+    arrow(ax, (8.4, 3.55), (8.4, 4.68))
+    arrow(ax, (state[0], state[1] + 0.32), (state[0], 5.85))
     ax.text(8.4, 6.1, "$p(y_t)$", ha="center", va="center", fontsize=10)
     # the output layer also reads c_t and y_{t-1}: W_o [s_t; c_t; y_{t-1}]
-    _arrow(ax, (context[0] + 0.7, context[1] + 0.32), (8.05, 6.0))
+    arrow(ax, (context[0] + 0.7, context[1] + 0.32), (8.05, 6.0))
     ax.annotate(
         "",
         xy=(8.75, 6.0),

@@ -3,8 +3,8 @@ input, hard attention as one sample, and where the gradient goes in each."""
 
 import matplotlib.pyplot as plt
 
-from .attention_steps import _require_weights
-from .diagrams import _arrow, _box
+from .attention_steps import require_weights
+from .diagrams import arrow, box
 from .figures import require_figsize
 
 _INPUT, _SAMPLER, _OUTPUT = "#fde8cf", "#e6f2e1", "#fbe3e1"
@@ -12,7 +12,7 @@ _INPUT, _SAMPLER, _OUTPUT = "#fde8cf", "#e6f2e1", "#fbe3e1"
 
 def _check(weights, chosen) -> list:
     """2 to 6 non-negative weights summing to 1; chosen an index into them."""
-    weights = _require_weights(weights)
+    weights = require_weights(weights)
     if (
         not isinstance(chosen, int)
         or isinstance(chosen, bool)
@@ -28,7 +28,7 @@ def _check(weights, chosen) -> list:
 def _inputs(ax, x, rows, weights):
     """The input boxes x_i and their weights alpha_i, one row each."""
     for i, (y, w) in enumerate(zip(rows, weights), start=1):
-        _box(ax, x, y, 0.8, 0.55, f"$\\mathbf{{x}}_{i}$", _INPUT, 9)
+        box(ax, x, y, 0.8, 0.55, f"$\\mathbf{{x}}_{i}$", _INPUT, 9)
         label = f"$\\alpha_{i}$ = {w:.2f}"
         ax.text(x - 0.5, y, label, ha="right", va="center", fontsize=8)
 
@@ -59,7 +59,7 @@ def draw_soft_hard(
     _inputs(ax, 1.5, rows, weights)
     for y, w in zip(rows, weights):
         ax.plot([1.9, 4.6], [y, middle], color="0.3", lw=0.5 + 6 * w)
-    _box(
+    box(
         ax, 5.4, middle, 1.5, 0.8,
         "$\\sum_i \\alpha_i \\mathbf{x}_i$", _OUTPUT, 10,
     )  # fmt: skip
@@ -69,7 +69,7 @@ def draw_soft_hard(
     )  # fmt: skip
     # hard: a draw z ~ alpha selects one input
     _inputs(ax, 8.3, rows, weights)
-    _box(ax, 10.3, middle, 1.3, 0.8, "$z \\sim \\alpha$", _SAMPLER, 10)
+    box(ax, 10.3, middle, 1.3, 0.8, "$z \\sim \\alpha$", _SAMPLER, 10)
     for i, y in enumerate(rows):
         picked = i == chosen
         ax.plot(
@@ -78,8 +78,8 @@ def draw_soft_hard(
             lw=2.0 if picked else 0.8,
             linestyle="-" if picked else ":",
         )  # fmt: skip
-    _arrow(ax, (10.95, middle), (11.9, middle))
-    _box(
+    arrow(ax, (10.95, middle), (11.9, middle))
+    box(
         ax, 12.5, middle, 1.1, 0.8,
         f"$\\mathbf{{x}}_z = \\mathbf{{x}}_{chosen + 1}$", _OUTPUT, 9,
     )  # fmt: skip

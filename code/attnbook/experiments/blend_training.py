@@ -24,7 +24,7 @@ from ..tasks.blend import marked_items
 from .hard_training import (
     QuerySelector,
     _check_method,
-    _check_selection,
+    check_selection,
     choice_losses,
     expected_loss,
     selector_loss,
@@ -108,7 +108,7 @@ def blend_report(model, items, marked, target) -> dict:
         raise TypeError(
             f"model must be a QuerySelector, got {type(model).__name__}"
         )
-    _check_selection(items, target)
+    check_selection(items, target)
     if not all_finite(items):
         raise ValueError("items must be finite")
     batch, n = items.shape[:2]

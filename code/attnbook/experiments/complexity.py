@@ -30,10 +30,10 @@ from .._checks import (
 )
 from ..measure.threads import single_thread, torch_threads
 from ..measure.timing import (
-    _require_count,
     calls_per_sample,
     mean_call_time,
     median_call_time,
+    require_count,
 )
 from ..nn.self_attention import SelfAttention
 
@@ -286,7 +286,7 @@ def median_forward_time(
     """
     require_callable(layer=layer)
     require_float("x", x)
-    _require_count("repeats", repeats)
+    require_count("repeats", repeats)
     with torch.inference_mode():
         _check_layer_takes(layer, x)
         return median_call_time(lambda: layer(x), repeats, min_seconds)
@@ -338,8 +338,8 @@ def time_layers(
     pay for the caches a long call before it emptied.
     Returns {name: [seconds per length]}.
     """
-    _require_count("repeats", repeats)
-    _require_count("warmup_calls", warmup_calls, minimum=0)
+    require_count("repeats", repeats)
+    require_count("warmup_calls", warmup_calls, minimum=0)
     if statistic not in ("median", "min"):
         raise ValueError(
             f"statistic must be 'median' or 'min', got {statistic!r}"

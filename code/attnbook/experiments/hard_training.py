@@ -138,7 +138,7 @@ class QuerySelector(nn.Module):
 _NO_WEIGHTS = object()  # choice_losses, evaluate_selector: no weights
 
 
-def _check_selection(items, target, weights=_NO_WEIGHTS) -> None:
+def check_selection(items, target, weights=_NO_WEIGHTS) -> None:
     """items (batch, n, dim) float; target (batch,) int64 in [0, n), or the
     right answer itself, finite (batch, dim) of the items' dtype; and weights
     (batch, n) of the items' dtype: a clear error otherwise."""
@@ -184,7 +184,7 @@ def right_answer(items: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """The vector (batch, dim) the output should equal: the target item
     x_target if target is (batch,) indices, else target itself (batch, dim),
     e.g. a blend of items (``attnbook.tasks.blend.marked_items``)."""
-    _check_selection(items, target)
+    check_selection(items, target)
     if target.is_floating_point():
         return target
     return items[torch.arange(items.shape[0]), target]
@@ -206,7 +206,7 @@ def soft_loss(
 ) -> torch.Tensor:
     """Mean over the batch of |sum_n w_n x_n - t|^2, t the right answer
     (``right_answer``); differentiable in the weights."""
-    _check_selection(items, target, weights)
+    check_selection(items, target, weights)
     output = (weights.unsqueeze(-1) * items).sum(dim=-2)
     right = right_answer(items, target)
     return ((output - right) ** 2).sum(dim=-1).mean()
@@ -222,7 +222,7 @@ def expected_loss(
     Its gradient is the exact gradient of hard attention's expected loss, the
     quantity REINFORCE estimates from one sample per example.
     """
-    _check_selection(items, target, weights)
+    check_selection(items, target, weights)
     return (weights * choice_losses(items, target)).sum(dim=-1).mean()
 
 
@@ -297,7 +297,7 @@ def evaluate_selector(
         raise TypeError(
             f"model must be a QuerySelector, got {type(model).__name__}"
         )
-    _check_selection(items, target)
+    check_selection(items, target)
     if target.is_floating_point():
         raise ValueError(
             "evaluate_selector counts right choices: target must be item "
@@ -385,7 +385,7 @@ def _check_draw(scores, items, target, generator, tau=1.0) -> None:
     (batch, n, dim); target (batch,); a generator or None; tau in [1e-3,
     1e3]."""
     _check_scores(scores, items)
-    _check_selection(items, target)
+    check_selection(items, target)
     require_generator("generator", generator, allow_none=True)
     require_finite_number("tau", tau, low=1e-3, high=1e3)
 
@@ -450,7 +450,7 @@ def train_selector(
     if batch_size < 2:
         raise ValueError(f"batch_size must be at least 2, got {batch_size}")
     with single_thread():
-        return _train(
+        return training_loop(
             method,
             steps,
             batch_size,
@@ -464,7 +464,7 @@ def train_selector(
         )
 
 
-def _train(
+def training_loop(
     method,
     steps,
     batch_size,

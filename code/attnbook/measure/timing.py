@@ -25,7 +25,7 @@ from .._checks import (
 MOST_CALLS = 10**6
 
 
-def _require_count(name: str, value, minimum: int = 1) -> int:
+def require_count(name: str, value, minimum: int = 1) -> int:
     """An int in [minimum, ``MOST_CALLS``]: ``ValueError`` otherwise."""
     require_int(name, value, minimum)
     if value > MOST_CALLS:
@@ -58,8 +58,8 @@ def interleaved_medians(
     if not functions:
         raise ValueError("functions is empty: nothing to time")
     require_callable(clock=clock, **{str(k): f for k, f in functions.items()})
-    _require_count("repeats", repeats)
-    _require_count("warmup", warmup, minimum=0)
+    require_count("repeats", repeats)
+    require_count("warmup", warmup, minimum=0)
     names = list(functions)
     for _ in range(warmup):
         for name in names:
@@ -91,7 +91,7 @@ def calls_per_sample(function, min_seconds: float) -> int:
 def mean_call_time(function, number: int, clock=time.perf_counter) -> float:
     """Mean time of one ``function()`` call over ``number`` back-to-back
     calls, in seconds of ``clock``."""
-    _require_count("number", number)
+    require_count("number", number)
     require_callable(function=function, clock=clock)
     start = clock()
     for _ in range(number):
@@ -107,7 +107,7 @@ def median_call_time(
 
     Fast calls are looped so that each sample lasts at least ``min_seconds``.
     """
-    _require_count("repeats", repeats)
+    require_count("repeats", repeats)
     number = calls_per_sample(function, min_seconds)
     return statistics.median(
         mean_call_time(function, number) for _ in range(repeats)

@@ -49,8 +49,8 @@ from .encoder import (
     LayerNorm,
     PositionWiseFFN,
     TransformerEncoder,
-    _blocks_weights,
-    _check_torch_layer,
+    blocks_weights,
+    check_torch_layer,
 )
 from .multihead import MultiHeadAttention, merge_heads, split_heads
 
@@ -267,7 +267,7 @@ class TransformerDecoderBlock(nn.Module):
         require_int("ffn_hidden", ffn_hidden)
         require_weights_fit(
             "TransformerDecoderBlock",
-            _blocks_weights(1, embed_dim, 2 * ffn_hidden),
+            blocks_weights(1, embed_dim, 2 * ffn_hidden),
         )
         dropout = _require_dropout(dropout)
         self.self_attn = MultiHeadAttention(embed_dim, num_heads)
@@ -398,7 +398,7 @@ class TransformerDecoderBlock(nn.Module):
     ) -> "TransformerDecoderBlock":
         """Copy the parameters of a post-norm, ReLU
         ``torch.nn.TransformerDecoderLayer`` of the same sizes."""
-        norms = _check_torch_layer(
+        norms = check_torch_layer(
             self,
             layer,
             nn.TransformerDecoderLayer,
@@ -437,7 +437,7 @@ class TransformerDecoder(nn.Module):
         require_int("ffn_hidden", ffn_hidden)
         require_weights_fit(
             "TransformerDecoder",
-            _blocks_weights(
+            blocks_weights(
                 num_layers, require_int("embed_dim", embed_dim), 2 * ffn_hidden
             ),
         )

@@ -55,7 +55,7 @@ def padding_mask(valid_lens, n: int) -> torch.Tensor:
     return mask[:, None, None, :]
 
 
-def _blocks_weights(num_layers: int, embed_dim: int, ffn_dim: int) -> tuple:
+def blocks_weights(num_layers: int, embed_dim: int, ffn_dim: int) -> tuple:
     """The weights of ``num_layers`` Transformer blocks, as a shape (an
     upper bound: attention, feed-forward, norms and biases)."""
     return (num_layers, embed_dim, 4 * embed_dim + 2 * ffn_dim + 8)
@@ -160,7 +160,7 @@ class TransformerEncoderBlock(nn.Module):
         require_int("num_heads", num_heads)
         require_weights_fit(
             "TransformerEncoderBlock",
-            _blocks_weights(1, embed_dim, require_int("ffn_dim", ffn_dim)),
+            blocks_weights(1, embed_dim, require_int("ffn_dim", ffn_dim)),
         )
         self.self_attn = MultiHeadAttention(embed_dim, num_heads)
         self.dropout1 = nn.Dropout(_require_dropout(dropout))
@@ -214,7 +214,7 @@ class TransformerEncoderBlock(nn.Module):
     ) -> "TransformerEncoderBlock":
         """Copy the parameters of a post-norm, ReLU
         ``torch.nn.TransformerEncoderLayer`` of the same sizes."""
-        norms = _check_torch_layer(
+        norms = check_torch_layer(
             self, layer, nn.TransformerEncoderLayer, ("norm1", "norm2")
         )
         for norm, theirs_norm in norms:
@@ -225,7 +225,7 @@ class TransformerEncoderBlock(nn.Module):
         return self
 
 
-def _check_torch_layer(block, layer, expected_type, norm_names) -> list:
+def check_torch_layer(block, layer, expected_type, norm_names) -> list:
     """Checks shared by the blocks' ``load_torch_weights``: that ``layer``
     is an ``expected_type`` (a PyTorch encoder or decoder layer) that is
     post-norm, ReLU, with biases, of the block's sizes and LayerNorm eps
@@ -304,7 +304,7 @@ class TransformerEncoder(nn.Module):
         require_weights_fit(
             "TransformerEncoder",
             (vocab_size, require_int("embed_dim", embed_dim)),
-            _blocks_weights(
+            blocks_weights(
                 num_layers, embed_dim, require_int("ffn_dim", ffn_dim)
             ),
         )

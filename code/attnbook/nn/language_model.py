@@ -41,7 +41,7 @@ from ..core.grouped_query import grouped_query_attention
 from ..core.masking import causal_mask
 from ..core.sampling import check_sampling, sample_next_token
 from ..core.scoring import scaled_dot_score
-from .encoder import LayerNorm, PositionWiseFFN, _blocks_weights
+from .encoder import LayerNorm, PositionWiseFFN, blocks_weights
 from .latent_attention import MultiHeadLatentAttention
 from .multihead import MultiHeadAttention, merge_heads, split_heads
 
@@ -262,7 +262,7 @@ class DecoderOnlyTransformer(nn.Module):
         require_weights_fit(
             "DecoderOnlyTransformer",
             (2 * vocab_size + context_len, embed_dim),
-            _blocks_weights(
+            blocks_weights(
                 require_int("num_layers", num_layers), embed_dim, ffn_dim
             ),
         )

@@ -5,7 +5,7 @@ works without Python."""
 
 from ..measure.threads import single_thread
 from ._frames import Choices, frame_explorer, frames_wanted
-from ._live import LiveFigure, _message_output, explorer_box
+from ._live import LiveFigure, explorer_box, message_output
 
 
 def live_explorer(
@@ -56,7 +56,7 @@ def live_explorer(
         # noqa: BLE001 - whatever a view raises is shown as a message, never a
         # traceback
         except Exception as error:
-            shown = _message_output(error)
+            shown = message_output(error)
         output.outputs = (shown,)
 
     for control in controls.values():

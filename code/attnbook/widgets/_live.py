@@ -105,7 +105,7 @@ def message_figure(message: str):
     return fig
 
 
-def _message_output(error: Exception) -> dict:
+def message_output(error: Exception) -> dict:
     # A ValueError/TypeError is the book's own message about the input;
     # anything else is named by its type.
     message = (
