@@ -11,14 +11,16 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from attnbook.core.errata import (
+    Source002PositionalEncoding,
+    source_002_encoding,
+)
 from attnbook.core.positional import (
     LearnedPositionalEmbedding,
     PositionalEncoding,
-    Source002PositionalEncoding,
     pair_frequencies,
     position_shift_matrix,
     sinusoidal_encoding,
-    source_002_encoding,
 )
 from attnbook.widgets.positional import (
     plot_positional,

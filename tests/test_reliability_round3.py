@@ -15,11 +15,13 @@ from attnbook.core.attention import (
     attention_weights,
     hard_attention,
 )
+from attnbook.core.errata import (
+    Source002PositionalEncoding,
+    source_002_encoding,
+)
 from attnbook.core.positional import (
     LearnedPositionalEmbedding,
-    Source002PositionalEncoding,
     position_shift_matrix,
-    source_002_encoding,
 )
 from attnbook.core.sampling import (
     next_token_distribution,

@@ -467,8 +467,8 @@ fn("core.positional.sinusoidal_encoding", num_positions=6, dim=8)
 fn("core.positional.position_shift_matrix", delta=2.0, dim=8)
 fn("core.positional.PositionalEncoding", dim=8, max_len=16)
 fn("core.positional.LearnedPositionalEmbedding", max_len=16, dim=8)
-fn("core.positional.source_002_encoding", num_positions=6, dim=8)
-fn("core.positional.Source002PositionalEncoding", dim=8, max_len=16)
+fn("core.errata.source_002_encoding", num_positions=6, dim=8)
+fn("core.errata.Source002PositionalEncoding", dim=8, max_len=16)
 
 
 def _cls(name, *args, **kwargs):
@@ -491,8 +491,8 @@ method(
     **X8,
 )
 method(
-    "core.positional.Source002PositionalEncoding.forward",
-    _cls("core.positional.Source002PositionalEncoding", 8, 0.1, 16),
+    "core.errata.Source002PositionalEncoding.forward",
+    _cls("core.errata.Source002PositionalEncoding", 8, 0.1, 16),
     **X8,
 )
 fn(

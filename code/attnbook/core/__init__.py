@@ -15,7 +15,9 @@ top-p). Attention with a fixed-size memory (chapter 17): feature_maps (elu +
 recurrent and chunked forms), delta_rule (DeltaNet and Gated DeltaNet, token
 loop and chunked WY/UT form), gated (gated linear attention, per head or per
 channel) and ssd (Mamba-2's state-space duality: attention with a decay
-mask); _state_checks holds their shared input checks.
+mask); _state_checks holds their shared input checks. errata keeps the
+sources' flawed code as they printed it (source 002's positional encoding),
+for chapter 8's comparison; nothing else uses it.
 
 May import: torch, ``attnbook._checks`` and ``attnbook.measure``. Nothing
 above.
