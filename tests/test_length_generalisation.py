@@ -8,11 +8,8 @@ import torch
 import torch.nn.functional as F
 
 from attnbook import alibi_bias, apply_rotary, rope_frequencies
-from attnbook.core.long_context import (
-    rope_score_by_distance,
-    rotate_pairs,
-    t5_buckets,
-)
+from attnbook.core.long_context import rope_score_by_distance, t5_buckets
+from attnbook.core.rotary import rotate_pairs
 from attnbook.nn.position_schemes import SCHEMES, PositionSchemeTransformer
 from attnbook.tasks import long_context as lab
 
@@ -34,6 +31,20 @@ def test_position_interpolation_is_rope_at_positions_divided_by_s():
         x, positions, rope_frequencies(16, 10000, "linear", 4)
     )
     torch.testing.assert_close(scaled, apply_rotary(x, positions / 4))
+
+
+def test_apply_rotary_is_rotate_pairs_with_the_unscaled_frequencies():
+    """RoPE is written once: apply_rotary (any positions that broadcast,
+    e.g. one row of positions per sequence) gives rotate_pairs' numbers bit
+    for bit."""
+    x = torch.randn(2, 5, 8, generator=torch.Generator().manual_seed(3))
+    positions = torch.tensor([[0, 1, 2, 3, 4], [7, 3, 9, 0, 2]])
+    turned = rotate_pairs(x, positions, rope_frequencies(8))
+    assert torch.equal(apply_rotary(x, positions), turned)
+    assert torch.equal(
+        apply_rotary(x[0, 0], 2.5),
+        rotate_pairs(x[0, 0], torch.tensor(2.5), rope_frequencies(8)),
+    )
 
 
 def test_rotate_pairs_names_bad_shapes():

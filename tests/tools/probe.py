@@ -2054,7 +2054,7 @@ fn(
 
 # issue 36: a valid call for every public function left without one
 fn(
-    "core.long_context.rotate_pairs",
+    "core.rotary.rotate_pairs",
     x=lambda: R(2, 5, 8),
     positions=lambda: torch.arange(5),
     frequencies=lambda: torch.rand(4),

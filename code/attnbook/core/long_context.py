@@ -227,51 +227,6 @@ def ntk_by_parts(theta, factor, original_context, alpha, beta):
     return (1 - ramp) * theta / factor + ramp * theta
 
 
-def rotate_pairs(
-    x: torch.Tensor, positions: torch.Tensor, frequencies: torch.Tensor
-) -> torch.Tensor:
-    """RoPE with given frequencies: turn feature pair j of the row at
-    position p by the angle p * frequencies[j].
-
-    x: (..., n, d) queries or keys, d even, floating point; positions: (n,)
-    (integer or real); frequencies: (d/2,), e.g. ``rope_frequencies(d,
-    scaling=..., factor=...)``. Returns x's shape and dtype. With the
-    unscaled frequencies it equals ``apply_rotary(x, positions)``; angles
-    are computed in float64.
-    """
-    _check_rotate(x, positions, frequencies)
-    angle = positions.to(torch.float64)[:, None] * frequencies.to(
-        torch.float64
-    )  # (n, d/2)
-    cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
-    even, odd = x[..., 0::2], x[..., 1::2]
-    turned = torch.stack((even * cos - odd * sin, even * sin + odd * cos), -1)
-    return turned.flatten(-2)
-
-
-def _check_rotate(x, positions, frequencies) -> None:
-    """x (..., n, d) floating point with d even, positions (n,),
-    frequencies (d/2,)."""
-    require_tensor("x", x)
-    require_tensor("positions", positions)
-    require_tensor("frequencies", frequencies)
-    require_float_dtype("x's dtype", x.dtype)
-    if x.dim() < 2 or x.shape[-1] % 2 or x.shape[-1] == 0:
-        raise ValueError(
-            f"x must be (..., n, d) with an even d, got shape {tuple(x.shape)}"
-        )
-    if positions.shape != x.shape[-2:-1]:
-        raise ValueError(
-            f"positions must have shape ({x.shape[-2]},) for x of shape "
-            f"{tuple(x.shape)}, got {tuple(positions.shape)}"
-        )
-    if frequencies.shape != (x.shape[-1] // 2,):
-        raise ValueError(
-            f"frequencies must have shape ({x.shape[-1] // 2},) for "
-            f"d = {x.shape[-1]}, got {tuple(frequencies.shape)}"
-        )
-
-
 def rope_score_by_distance(
     frequencies: torch.Tensor, distances: torch.Tensor
 ) -> torch.Tensor:

@@ -18,6 +18,7 @@ from .._checks import (
     all_finite,
     broadcast_shapes,
     require_float,
+    require_float_dtype,
     require_tensor,
 )
 from .positional import pair_frequencies
@@ -66,15 +67,56 @@ def apply_rotary(
         )
     _require_finite_positions(positions)
     omega = pair_frequencies(x.shape[-1], base).to(x.device)  # (d/2,)
-    angle = (
-        positions.to(device=x.device, dtype=torch.float64)[..., None] * omega
-    )  # (..., d/2)
-    cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
+    return rotate_pairs(x, positions.to(x.device), omega)
+
+
+def rotate_pairs(
+    x: torch.Tensor, positions: torch.Tensor, frequencies: torch.Tensor
+) -> torch.Tensor:
+    """RoPE with given frequencies: turn feature pair j of the row at
+    position p by the angle p * frequencies[j].
+
+    x: (..., n, d) queries or keys, d even, floating point; positions: (n,),
+    or any shape that broadcasts to x.shape[:-1] (integer or real);
+    frequencies: (d/2,), e.g. ``rope_frequencies(d, scaling=...,
+    factor=...)``. Returns x's shape and dtype; angles are computed in
+    float64. ``apply_rotary`` is this with the unscaled frequencies.
+    """
+    _check_rotate(x, positions, frequencies)
+    angle = positions.to(torch.float64)[..., None] * frequencies.to(
+        torch.float64
+    )  # (..., n, d/2)
+    cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
     even, odd = x[..., 0::2], x[..., 1::2]
-    rotated = torch.stack(
-        (even * cos - odd * sin, even * sin + odd * cos), dim=-1
-    )
-    return rotated.flatten(-2)
+    turned = torch.stack((even * cos - odd * sin, even * sin + odd * cos), -1)
+    return turned.flatten(-2)
+
+
+def _check_rotate(x, positions, frequencies) -> None:
+    """x (..., d) floating point with d even, positions broadcastable to
+    x.shape[:-1] without enlarging x, frequencies (d/2,)."""
+    require_tensor("x", x)
+    require_tensor("positions", positions)
+    require_tensor("frequencies", frequencies)
+    require_float_dtype("x's dtype", x.dtype)
+    if x.dim() < 1 or x.shape[-1] % 2 or x.shape[-1] == 0:
+        raise ValueError(
+            f"x must be (..., n, d) with an even d, got shape {tuple(x.shape)}"
+        )
+    try:
+        fits = broadcast_shapes(positions.shape, x.shape[:-1]) == x.shape[:-1]
+    except RuntimeError:
+        fits = False
+    if not fits:
+        raise ValueError(
+            f"positions of shape {tuple(positions.shape)} do not broadcast to "
+            f"x's positions x.shape[:-1] = {tuple(x.shape[:-1])}"
+        )
+    if frequencies.shape != (x.shape[-1] // 2,):
+        raise ValueError(
+            f"frequencies must have shape ({x.shape[-1] // 2},) for "
+            f"d = {x.shape[-1]}, got {tuple(frequencies.shape)}"
+        )
 
 
 def _as_positions(positions) -> torch.Tensor:

@@ -41,10 +41,10 @@ from ..core.long_context import (
     YARN_BETA,
     alibi_bias,
     rope_frequencies,
-    rotate_pairs,
 )
 from ..core.masking import causal_mask
 from ..core.positional import sinusoidal_encoding
+from ..core.rotary import rotate_pairs
 from .multihead import merge_heads, split_heads
 
 SCHEMES = ("sinusoidal", "learned", "alibi", "nope", "rope")
