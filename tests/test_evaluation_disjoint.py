@@ -4,7 +4,7 @@ streams of the shipped models (the streams are rebuilt from their seeds)."""
 
 import torch
 
-from attnbook._checks import seeded_generator
+from attnbook._random import seeded_generator
 from attnbook.experiments.head_count import HEAD_COUNTS, SEEDS
 from attnbook.tasks.card_lookup import (
     SHIPPED_RUNS,

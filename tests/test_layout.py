@@ -13,9 +13,13 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "code" / "attnbook"
 
-# Bottom up. The private helpers import nothing from the package.
+# Bottom up. The private helpers import only each other: the memory limit,
+# the argument checks (which use it), the random-state helpers and the
+# pinned weight files (which use the checks).
 LAYERS = [
+    "_memory",
     "_checks",
+    "_random",
     "_weights",
     "measure",
     "core",

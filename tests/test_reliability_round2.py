@@ -232,7 +232,7 @@ def test_random_queries_and_keys_refuses_a_huge_dim():
 
 # D9 (b): a refused constructor leaves torch's global random state alone.
 def test_a_constructor_that_fails_midway_restores_the_rng():
-    from attnbook._checks import restores_rng_on_error
+    from attnbook._random import restores_rng_on_error
 
     class Half(torch.nn.Module):
         @restores_rng_on_error
@@ -275,7 +275,7 @@ def same_weights_in_threads(make, seeds, rounds=3):
 
 
 def test_seeded_builds_in_threads_match_the_serial_ones():
-    from attnbook._checks import seeded
+    from attnbook._random import seeded
 
     def build(seed):
         with seeded(seed):
@@ -398,7 +398,7 @@ def test_ids_of_a_dtype_embeddings_cannot_take_are_refused(dtype):
     from attnbook.nn.seq2seq import Seq2Seq
     from attnbook.tasks.copying import BOTTLENECK_MODELS
 
-    with attnbook._checks.keep_global_rng():
+    with attnbook._random.keep_global_rng():
         model = Seq2Seq(**BOTTLENECK_MODELS["attention"])
     src = torch.tensor([[3, 4, 5]])
     tgt = torch.tensor([[1, 3, 4]])
@@ -414,7 +414,7 @@ def test_seq2seq_refuses_an_empty_target_and_bad_target_ids():
     from attnbook.nn.seq2seq import Seq2Seq
     from attnbook.tasks.copying import BOTTLENECK_MODELS
 
-    with attnbook._checks.keep_global_rng():
+    with attnbook._random.keep_global_rng():
         model = Seq2Seq(**BOTTLENECK_MODELS["plain"])
     src, lengths = torch.tensor([[3, 4, 5]]), torch.tensor([3])
     with pytest.raises(ValueError, match="T = 0"):
@@ -501,7 +501,7 @@ def test_garbage_query_of_a_fully_masked_row_in_chunked_attention():
 # D5 (b): garbage in masked padding reaches no parameter's gradient.
 def test_garbage_in_masked_memory_stays_out_of_multihead_gradients():
     g = torch.Generator().manual_seed(0)
-    with attnbook._checks.keep_global_rng():
+    with attnbook._random.keep_global_rng():
         mha = attnbook.MultiHeadAttention(8, 2)
     memory = torch.randn(2, 5, 8, generator=g)
     memory[1, 3:] = float("nan")
@@ -516,7 +516,7 @@ def test_garbage_in_masked_memory_stays_out_of_multihead_gradients():
 
 def test_garbage_padding_stays_out_of_self_attention_gradients():
     g = torch.Generator().manual_seed(0)
-    with attnbook._checks.keep_global_rng():
+    with attnbook._random.keep_global_rng():
         layer = attnbook.SelfAttention(8, 4, 4)
     x = torch.randn(2, 5, 8, generator=g)
     x[1, 3:] = float("nan")
@@ -574,7 +574,7 @@ def test_a_refused_encoder_leaves_the_rng():
 
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.int16])
 def test_decoder_target_ids_of_other_dtypes_are_refused(dtype):
-    with attnbook._checks.keep_global_rng():
+    with attnbook._random.keep_global_rng():
         model = attnbook.EncoderDecoderTransformer(
             src_vocab_size=10,
             tgt_vocab_size=10,
@@ -709,7 +709,7 @@ def test_huge_models_are_refused_before_drawing(build):
 
 
 def test_a_projection_of_a_free_view_is_still_checked():
-    with attnbook._checks.keep_global_rng():
+    with attnbook._random.keep_global_rng():
         mha = attnbook.MultiHeadAttention(8, 2)
     huge = torch.zeros(2, 1, 8).expand(2, 10**9, 8)
     with pytest.raises(ValueError, match="GiB"):
@@ -754,7 +754,7 @@ def test_hand_questions_checks_its_hands():
 def test_train_seq2seq_checks_before_it_trains():
     from attnbook.nn.seq2seq import Seq2Seq, train_seq2seq
 
-    with attnbook._checks.keep_global_rng():
+    with attnbook._random.keep_global_rng():
         model = Seq2Seq(13, 13, 8, 8)
     before = {k: v.clone() for k, v in model.state_dict().items()}
     with pytest.raises(ValueError, match="log_every"):

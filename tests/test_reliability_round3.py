@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import attnbook
-from attnbook import _checks
+from attnbook import _checks, _random
 from attnbook.core.attention import (
     attention,
     attention_weights,
@@ -335,7 +335,7 @@ def test_self_attention_checks_a_huge_mask_view_before_reading_it():
 
 
 def pointer():
-    with _checks.seeded(0):
+    with _random.seeded(0):
         model = PointerNetwork(hidden_dim=8)
     x = torch.randn(2, 5, generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
@@ -427,7 +427,7 @@ def test_not_chosen_mask_checks_the_target(target, error, match):
 
 
 def language_model():
-    with _checks.seeded(0):
+    with _random.seeded(0):
         model = DecoderOnlyTransformer(
             12,
             context_len=8,
@@ -813,11 +813,11 @@ def test_explorer_figures_refuse_what_is_not_a_figure_or_a_view():
 
 @pytest.mark.parametrize("seed", [2.5, True, None, "3", -1, 10**400])
 def test_seeded_generator_names_the_seed(seed):
-    refused(lambda: _checks.seeded_generator(seed), ValueError, "seed")
+    refused(lambda: _random.seeded_generator(seed), ValueError, "seed")
 
 
 def test_seeded_generator_draws_what_a_seeded_torch_generator_draws():
-    a = torch.randn(5, generator=_checks.seeded_generator(7))
+    a = torch.randn(5, generator=_random.seeded_generator(7))
     assert torch.equal(
         a, torch.randn(5, generator=torch.Generator().manual_seed(7))
     )
@@ -943,7 +943,7 @@ def test_sampling_losses_refuse_scores_they_cannot_sample(name, score):
 def test_greedy_decode_refuses_a_result_that_cannot_fit():
     from attnbook.nn.seq2seq import Seq2Seq
 
-    with _checks.seeded(0):
+    with _random.seeded(0):
         model = Seq2Seq(10, 10, 4, 4)
     src, lengths = torch.randint(3, 10, (2, 5)), torch.tensor([5, 3])
     refused(
@@ -958,7 +958,7 @@ def test_greedy_decode_refuses_a_result_that_cannot_fit():
 def test_train_seq2seq_still_needs_one_step():
     from attnbook.nn.seq2seq import Seq2Seq, train_seq2seq
 
-    with _checks.seeded(0):
+    with _random.seeded(0):
         model = Seq2Seq(10, 10, 4, 4)
     refused(
         lambda: train_seq2seq(model, lambda g: None, steps=0),

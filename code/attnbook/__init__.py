@@ -26,13 +26,14 @@ layer and the ones below it (tests/test_layout.py checks it):
   display      figures, diagrams, syntax-coloured listings
   widgets      the explorers, one module per chapter (needs ipywidgets)
 
-``_checks`` (argument checks) and ``_weights`` (pinned weight files) serve
-every layer. The names below are the book's public API:
-``from attnbook import attention``. The rest is imported from its module, e.g.
+``_checks`` (argument checks), ``_memory`` (the memory limit), ``_random``
+(random state) and ``_weights`` (pinned weight files) serve every layer. The
+names below are the book's public API: ``from attnbook import attention``.
+The rest is imported from its module, e.g.
 ``from attnbook.tasks.order_classifier import train_order_classifier``.
 """
 
-from ._checks import matrix_memory_limit, set_matrix_memory_limit
+from ._memory import matrix_memory_limit, set_matrix_memory_limit
 from .core.attention import attention, attention_weights, hard_attention
 from .core.chunked import chunked_attention
 from .core.delta_rule import delta_rule

@@ -1,13 +1,13 @@
 """Input checks shared by every module: clear errors instead of deep torch
 errors, raised before anything the caller owns changes (a tensor, a cache,
-torch's global random state)."""
+torch's global random state). The memory limit lives in ``_memory.py``, the
+random-state helpers in ``_random.py``."""
 
-import functools
 import math
-import threading
-from contextlib import contextmanager
 
 import torch
+
+from ._memory import require_view_fits
 
 
 def require_tensor(name: str, value) -> torch.Tensor:
@@ -21,21 +21,8 @@ def require_tensor(name: str, value) -> torch.Tensor:
             f"{name} is on the meta device (shapes without data): the book's "
             "functions compute on real tensors"
         )
-    _require_view_fits(name, value)
+    require_view_fits(name, value)
     return value
-
-
-def _require_view_fits(name: str, value: torch.Tensor) -> None:
-    """A broadcast view (e.g. ``expand``: stride 0) holds far fewer bytes than
-    its shape says; any copy of it, or any output of its shape, would not fit
-    in the memory limit: refused before a function touches it."""
-    nbytes = value.numel() * value.element_size()
-    if nbytes <= _MATRIX_LIMIT["bytes"] or value.layout != torch.strided:
-        return
-    if nbytes > value.untyped_storage().nbytes():
-        require_matrix_fits(
-            f"{name}, a broadcast view", value.shape, value.dtype, _VIEW_HINT
-        )
 
 
 def require_float(name: str, value) -> torch.Tensor:
@@ -201,7 +188,7 @@ _LARGEST_INT = 2**62
 
 
 # ----------------------------------------------------------------------------
-# Shared by every module (issue 11): dtypes, sizes, memory, random state,
+# Shared by every module: dtypes, sizes, numbers, training settings,
 # explorer arguments.
 # ----------------------------------------------------------------------------
 
@@ -262,12 +249,6 @@ def require_module_dtype(module, **tensors: torch.Tensor) -> None:
                 f".to({parameter.dtype}) or "
                 f"module.to({tensor.dtype}))"
             )
-
-
-def require_dim(name: str, value) -> int:
-    """A size argument of a layer: an int >= 1 (``ValueError`` for 0,
-    negatives, bools, floats, None)."""
-    return require_int(name, value, minimum=1)
 
 
 def require_probability(name: str, value) -> float:
@@ -422,210 +403,6 @@ def require_text(name: str, value) -> str:
     return value
 
 
-# Memory: the largest matrix one call may allocate. A reader with more memory
-# can raise it.
-_MATRIX_LIMIT = {"bytes": 4 * 2**30}
-
-
-def set_matrix_memory_limit(limit_bytes: int) -> int:
-    """Set the largest score matrix (bytes) a call may allocate; returns the
-    previous limit.
-
-    Plain attention builds an n_q x n_k matrix (additive scores an n_q x n_k x
-    d_a tensor); past this limit it raises a ``MemoryError``-like
-    ``ValueError`` naming the size, instead of letting the allocator fail (or
-    the machine swap). Default 4 GiB.
-    """
-    require_int("limit_bytes", limit_bytes)
-    previous, _MATRIX_LIMIT["bytes"] = _MATRIX_LIMIT["bytes"], limit_bytes
-    return previous
-
-
-def matrix_memory_limit() -> int:
-    """The current limit of ``set_matrix_memory_limit`` in bytes."""
-    return _MATRIX_LIMIT["bytes"]
-
-
-_CHUNKED_HINT = "use attnbook.chunked_attention, which never builds it, or"
-_VIEW_HINT = "its copies and outputs would not fit: pass fewer rows or"
-
-
-def require_matrix_fits(
-    what: str, shape, dtype: torch.dtype, hint: str = _CHUNKED_HINT
-) -> None:
-    """Raise ``ValueError`` before allocating a tensor of ``shape`` and
-    ``dtype`` larger than the limit (``set_matrix_memory_limit``).
-
-    Every large allocation goes through here: score matrices, masks, position
-    tables, a layer's weights, a batch of data.
-    """
-    numel = 1
-    for size in shape:
-        numel *= int(size)
-    size = numel * torch.empty((), dtype=dtype).element_size()
-    limit = _MATRIX_LIMIT["bytes"]
-    if size > limit:
-        raise ValueError(
-            f"{what} of shape {tuple(int(s) for s in shape)} would take "
-            f"{size / 2**30:,.1f} GiB (limit {limit / 2**30:,.1f} GiB): "
-            f"{hint} raise the limit with "
-            "attnbook.set_matrix_memory_limit(bytes)"
-        )
-
-
-def require_activations_fit(
-    name: str, value: torch.Tensor, numbers: int, dtype, what: str
-) -> None:
-    """Raise ``ValueError`` before ``what`` computes ``numbers`` activations
-    (intermediate numbers of ``dtype``, counted over the whole call) for
-    ``name`` = ``value`` when they would exceed the memory limit.
-
-    A batch of many rows through a small model (e.g. an ``expand``-ed view of
-    10**6 rows) allocates little at a time, yet streams gigabytes through
-    memory for many seconds: its work is bounded by the same limit.
-    """
-    size = int(numbers) * torch.empty((), dtype=dtype).element_size()
-    limit = _MATRIX_LIMIT["bytes"]
-    if size > limit:
-        raise ValueError(
-            f"{name} of shape {tuple(value.shape)}: {what} computes about "
-            f"{size / 2**30:,.1f} GiB of activations (limit "
-            f"{limit / 2**30:,.1f} GiB): pass fewer rows or raise the "
-            "limit with attnbook.set_matrix_memory_limit(bytes)"
-        )
-
-
-def require_weights_fit(what: str, *shapes) -> None:
-    """A layer's parameters (float32 tensors of ``shapes``) within the
-    memory limit, checked before any is allocated."""
-    numel = 0
-    for shape in shapes:
-        count = 1
-        for size in shape:
-            count *= int(size)
-        numel += count
-    require_matrix_fits(
-        f"the weights of {what}",
-        (numel,),
-        torch.float32,
-        hint="make it smaller or",
-    )
-
-
-def keep_global_rng():
-    """A context manager that restores torch's global (CPU) random state on
-    exit.
-
-    Library code that initialises modules or seeds torch leaves the reader's
-    random stream as it found it, so a chapter's numbers never depend on which
-    cells ran before.
-    """
-    return torch.random.fork_rng(devices=[])
-
-
-# torch's global generator is shared by every thread: a seeded build holds
-# this lock, so two threads never seed and draw from it at once.
-_GLOBAL_RNG_LOCK = threading.RLock()
-
-
-def seeded_generator(seed) -> torch.Generator:
-    """A new ``torch.Generator`` seeded ``seed``, an int >= 0 (a
-    ``ValueError`` naming seed otherwise)."""
-    require_int("seed", seed, minimum=0)
-    return torch.Generator().manual_seed(seed)
-
-
-@contextmanager
-def seeded(seed: int):
-    """Build with torch's global generator seeded ``seed``, then restore it.
-
-    Modules draw their initial weights from the global generator; inside this
-    context the draws are ``seed``'s, whatever other threads do (they wait),
-    and the caller's random stream is left as it was.
-    """
-    require_int("seed", seed, minimum=0)
-    with _GLOBAL_RNG_LOCK, torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        yield
-
-
-def restores_rng_on_error(init):
-    """Decorate a module's ``__init__``: if it raises (a refused argument,
-    a failed allocation), torch's global random state is put back as it was
-    before the weights drawn so far."""
-
-    @functools.wraps(init)
-    def wrapper(*args, **kwargs):
-        state = torch.get_rng_state()
-        try:
-            return init(*args, **kwargs)
-        except Exception:
-            torch.set_rng_state(state)
-            raise
-
-    return wrapper
-
-
-def require_multihead_mask(
-    mask, batch: tuple, num_heads: int, n_q: int, n_k: int, name: str = "mask"
-) -> torch.Tensor:
-    """A mask for multi-head weights (*batch, num_heads, n_q, n_k) that cannot
-    be misread.
-
-    Accepted: 2-D (n_q, n_k), one mask for every sequence and head (e.g. a
-    causal mask); or, for batched inputs, 4-D (B or 1, num_heads or 1, n_q or
-    1, n_k), e.g. a key-padding mask ``keep[:, None, None, :]`` of shape (B, 1,
-    1, n_k); for unbatched inputs 3-D (num_heads or 1, n_q or 1, n_k). Anything
-    else, in particular a (B, 1, n_k) padding mask (it would broadcast as (1,
-    B, 1, n_k) and, when B equals num_heads, apply sequence j's padding to head
-    j), is refused with a ``ValueError`` naming these shapes.
-    """
-    require_tensor(name, mask)
-    if mask.dtype != torch.bool:
-        raise TypeError(
-            f"{name} must be a boolean tensor (True = keep), got dtype "
-            f"{mask.dtype}"
-        )
-    shape = tuple(mask.shape)
-    if len(shape) == 2 and shape == (n_q, n_k):
-        return mask
-    wanted = [f"(n_q, n_k) = ({n_q}, {n_k})"]
-    if len(batch) == 1:
-        allowed = ((batch[0], 1), (num_heads, 1), (n_q, 1), (n_k,))
-        wanted.append(
-            f"(B or 1, heads or 1, n_q or 1, n_k) = ({batch[0]} or 1, "
-            f"{num_heads} or 1, {n_q} or 1, {n_k})"
-        )
-    elif len(batch) == 0:
-        allowed = ((num_heads, 1), (n_q, 1), (n_k,))
-        wanted.append(
-            f"(heads or 1, n_q or 1, n_k) = ({num_heads} or 1, {n_q} or 1, "
-            f"{n_k})"
-        )
-    else:
-        allowed = (
-            *((size, 1) for size in batch),
-            (num_heads, 1),
-            (n_q, 1),
-            (n_k,),
-        )
-        wanted.append(
-            "(*batch or 1, heads or 1, n_q or 1, n_k) with batch "
-            f"{tuple(batch)}"
-        )
-    if len(shape) == len(allowed) and all(
-        size in sizes for size, sizes in zip(shape, allowed)
-    ):
-        return mask
-    raise ValueError(
-        f"{name} of shape {shape} is ambiguous or wrong for multi-head weights"
-        " "
-        f"{(*batch, num_heads, n_q, n_k)}: pass {' or '.join(wanted)}; a "
-        "key-padding mask keep (B, n_k) "
-        f"goes in as keep[:, None, None, :] (see attnbook.padding_mask)"
-    )
-
-
 def require_ids(
     name: str, ids, vocab_size: int, dims: int | None = None
 ) -> torch.Tensor:
@@ -749,15 +526,3 @@ def require_translator(translator):
             f"translator), got {type(translator).__name__}"
         )
     return translator
-
-
-def require_generator(name: str, generator, allow_none: bool = False):
-    """A ``torch.Generator`` (or None if ``allow_none``): ``TypeError``
-    otherwise."""
-    if generator is None and allow_none:
-        return None
-    if not isinstance(generator, torch.Generator):
-        raise TypeError(
-            f"{name} must be a torch.Generator, got {type(generator).__name__}"
-        )
-    return generator

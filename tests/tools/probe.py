@@ -3077,9 +3077,9 @@ def run_call(task: dict) -> dict:
     mutable = entry.mutable if entry else ()
     shot = snapshot(kwargs)
     rng_before = rng_state()
-    from attnbook import _checks
+    from attnbook import _memory
 
-    limit = _checks.matrix_memory_limit()
+    limit = _memory.matrix_memory_limit()
     signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(task["timeout"])
     start = time.perf_counter()
@@ -3093,7 +3093,7 @@ def run_call(task: dict) -> dict:
     finally:
         signal.alarm(0)
     result["seconds"] = round(time.perf_counter() - start, 4)
-    _checks._MATRIX_LIMIT["bytes"] = limit
+    _memory._MATRIX_LIMIT["bytes"] = limit
     try:
         import matplotlib.pyplot as plt
 

@@ -14,12 +14,7 @@ import math
 
 import torch
 
-from .._checks import (
-    all_finite,
-    compute_dtype,
-    require_float,
-    require_tensor,
-)
+from .._checks import all_finite, compute_dtype, require_float, require_tensor
 from .scoring import dot_score, scaled_dot_score
 
 # Scores that are dot products of the queries and keys, as given.

@@ -9,11 +9,11 @@ from .._checks import (
     broadcast_shapes,
     require_float,
     require_int,
-    require_matrix_fits,
     require_qkv,
     require_same_dtype,
     require_same_size,
 )
+from .._memory import require_matrix_fits
 
 
 def require_finite(**tensors: torch.Tensor) -> None:

@@ -29,13 +29,13 @@ from .._checks import (
     compute_dtype,
     require_bool_mask,
     require_float,
-    require_generator,
-    require_matrix_fits,
     require_same_dtype,
     require_same_size,
     require_sequences,
     require_tensor,
 )
+from .._memory import require_matrix_fits
+from .._random import require_generator
 from ._nonfinite import (
     DOT_PRODUCT_SCORES,
     drop_masked_garbage,

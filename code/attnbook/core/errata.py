@@ -12,12 +12,9 @@ correct encoding is ``attnbook.core.positional.sinusoidal_encoding``.
 import torch
 from torch import nn
 
-from .._checks import (
-    require_int,
-    require_matrix_fits,
-    require_probability,
-    restores_rng_on_error,
-)
+from .._checks import require_int, require_probability
+from .._memory import require_matrix_fits
+from .._random import restores_rng_on_error
 from .positional import check_sequence
 
 

@@ -26,10 +26,10 @@ from .._checks import (
     require_float,
     require_float_dtype,
     require_int,
-    require_matrix_fits,
     require_same_dtype,
-    seeded_generator,
 )
+from .._memory import require_matrix_fits
+from .._random import seeded_generator
 from ._state_checks import require_finite
 
 

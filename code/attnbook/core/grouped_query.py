@@ -20,11 +20,11 @@ from .._checks import (
     compute_dtype,
     require_bool_mask,
     require_float,
-    require_matrix_fits,
     require_same_device,
     require_same_dtype,
     require_same_size,
 )
+from .._memory import require_matrix_fits
 from .attention import attention
 
 

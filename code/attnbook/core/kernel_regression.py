@@ -11,12 +11,12 @@ from .._checks import (
     require_finite_number,
     require_float,
     require_int,
-    require_matrix_fits,
     require_positive,
     require_same_dtype,
     require_same_size,
-    seeded_generator,
 )
+from .._memory import require_matrix_fits
+from .._random import seeded_generator
 from .masking import masked_softmax
 
 

@@ -21,9 +21,9 @@ from .._checks import (
     require_finite_number,
     require_float_dtype,
     require_int,
-    require_matrix_fits,
     require_tensor,
 )
+from .._memory import require_matrix_fits
 from .masking import _check_causal, causal_mask
 from .positional import pair_frequencies
 

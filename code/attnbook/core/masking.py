@@ -15,9 +15,9 @@ from .._checks import (
     require_flag,
     require_float,
     require_int,
-    require_matrix_fits,
     require_tensor,
 )
+from .._memory import require_matrix_fits
 from ._nonfinite import softmax_nonfinite
 
 

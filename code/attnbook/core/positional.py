@@ -15,13 +15,12 @@ from .._checks import (
     require_float,
     require_float_dtype,
     require_int,
-    require_matrix_fits,
     require_positive,
     require_probability,
     require_same_size,
-    require_weights_fit,
-    restores_rng_on_error,
 )
+from .._memory import require_matrix_fits, require_weights_fit
+from .._random import restores_rng_on_error
 
 _SMALLER = "use smaller sizes, or"
 

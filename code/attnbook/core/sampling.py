@@ -15,12 +15,8 @@ import math
 
 import torch
 
-from .._checks import (
-    all_finite,
-    is_finite_number,
-    require_float,
-    require_generator,
-)
+from .._checks import all_finite, is_finite_number, require_float
+from .._random import require_generator
 
 
 def check_sampling(temperature, top_k, top_p) -> None:

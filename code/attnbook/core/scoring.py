@@ -13,15 +13,14 @@ from torch import nn
 
 from .._checks import (
     broadcast_shapes,
-    require_dim,
-    require_matrix_fits,
+    require_int,
     require_module_dtype,
     require_same_dtype,
     require_same_size,
     require_sequences,
-    require_weights_fit,
-    restores_rng_on_error,
 )
+from .._memory import require_matrix_fits, require_weights_fit
+from .._random import restores_rng_on_error
 
 
 def _check_pair(queries: torch.Tensor, keys: torch.Tensor) -> None:
@@ -101,10 +100,10 @@ class AdditiveScore(nn.Module):
     def __init__(self, query_dim: int, key_dim: int, hidden_dim: int):
         super().__init__()
         self.query_dim, self.key_dim = (
-            require_dim("query_dim", query_dim),
-            require_dim("key_dim", key_dim),
+            require_int("query_dim", query_dim),
+            require_int("key_dim", key_dim),
         )
-        self.hidden_dim = require_dim("hidden_dim", hidden_dim)
+        self.hidden_dim = require_int("hidden_dim", hidden_dim)
         require_weights_fit(
             "AdditiveScore", (hidden_dim, key_dim + query_dim + 1)
         )
@@ -143,8 +142,8 @@ class BilinearScore(nn.Module):
     def __init__(self, query_dim: int, key_dim: int):
         super().__init__()
         self.query_dim, self.key_dim = (
-            require_dim("query_dim", query_dim),
-            require_dim("key_dim", key_dim),
+            require_int("query_dim", query_dim),
+            require_int("key_dim", key_dim),
         )
         require_weights_fit("BilinearScore", (key_dim, query_dim))
         bound = 1.0 / math.sqrt(query_dim)

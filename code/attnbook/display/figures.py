@@ -11,11 +11,7 @@ import matplotlib.pyplot as plt
 import torch
 from matplotlib.text import Text
 
-from .._checks import (
-    is_finite_number,
-    require_finite_number,
-    require_tensor,
-)
+from .._checks import is_finite_number, require_finite_number, require_tensor
 
 #: Width in CSS pixels of the HTML book's figure column (at a 1280 px window):
 #: a wider picture is shrunk to it, and its text with it.

@@ -12,13 +12,8 @@ trained. Everything runs in float64 on one thread with explicit generators.
 
 import torch
 
-from .._checks import (
-    all_finite,
-    require_ids,
-    require_int,
-    require_training,
-    seeded_generator,
-)
+from .._checks import all_finite, require_ids, require_int, require_training
+from .._random import seeded_generator
 from ..measure.threads import single_thread
 from ..tasks.blend import marked_items
 from .hard_training import (

@@ -21,13 +21,10 @@ from .._checks import (
     require_callable,
     require_float,
     require_int,
-    require_matrix_fits,
     require_module_dtype,
-    require_weights_fit,
-    restores_rng_on_error,
-    seeded,
-    seeded_generator,
 )
+from .._memory import require_matrix_fits, require_weights_fit
+from .._random import restores_rng_on_error, seeded, seeded_generator
 from ..measure.threads import single_thread, torch_threads
 from ..measure.timing import (
     calls_per_sample,

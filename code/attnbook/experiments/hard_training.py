@@ -37,16 +37,17 @@ from .._checks import (
     all_finite,
     require_finite_number,
     require_float,
-    require_generator,
     require_ids,
     require_int,
-    require_matrix_fits,
     require_same_device,
     require_same_size,
     require_sequences,
     require_shape,
     require_training,
-    require_weights_fit,
+)
+from .._memory import require_matrix_fits, require_weights_fit
+from .._random import (
+    require_generator,
     restores_rng_on_error,
     seeded_generator,
 )

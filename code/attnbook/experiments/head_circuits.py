@@ -23,11 +23,11 @@ import torch
 from .._checks import (
     require_callable,
     require_float,
-    require_generator,
     require_int,
     require_int_in,
     require_tensor,
 )
+from .._random import require_generator
 from ..core.attention import attention
 from ..core.masking import causal_mask
 from ..core.scoring import scaled_dot_score

@@ -16,7 +16,8 @@ import statistics
 
 import torch
 
-from .._checks import keep_global_rng, require_int
+from .._checks import require_int
+from .._random import keep_global_rng
 from .._weights import read_pinned, weights_digest
 from ..measure.parameters import count_parameters
 from ..nn.language_model import DecoderOnlyTransformer

@@ -17,7 +17,8 @@ import json
 
 import torch
 
-from .._checks import keep_global_rng, require_int, require_training
+from .._checks import require_int, require_training
+from .._random import keep_global_rng
 from .._weights import read_pinned
 from ..measure.parameters import count_parameters
 from ..nn.luong import LuongSeq2Seq

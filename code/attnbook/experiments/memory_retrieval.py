@@ -23,12 +23,12 @@ from .._checks import (
     require_finite_number,
     require_float,
     require_int,
-    require_matrix_fits,
     require_same_dtype,
     require_same_size,
     require_shape,
-    seeded_generator,
 )
+from .._memory import require_matrix_fits
+from .._random import seeded_generator
 from ..core.attention import attention
 from ..core.delta_rule import delta_rule
 from ..core.feature_maps import positive_random_features, random_projection

@@ -30,12 +30,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._checks import (
-    keep_global_rng,
-    require_int,
-    require_training,
-    seeded,
-)
+from .._checks import require_int, require_training
+from .._random import keep_global_rng, seeded
 from .._weights import read_pinned
 from ..measure.threads import single_thread
 from ..nn.encoder import LayerNorm, TransformerEncoderBlock

@@ -28,15 +28,16 @@ from torch import nn
 
 from .._checks import (
     require_float,
-    require_generator,
     require_ids,
     require_int,
-    require_matrix_fits,
     require_positive,
     require_same_device,
     require_tensor,
     require_training,
-    require_weights_fit,
+)
+from .._memory import require_matrix_fits, require_weights_fit
+from .._random import (
+    require_generator,
     restores_rng_on_error,
     seeded_generator,
 )

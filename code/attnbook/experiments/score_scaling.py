@@ -14,14 +14,9 @@ import math
 
 import torch
 
-from .._checks import (
-    all_finite,
-    require_float,
-    require_int,
-    require_matrix_fits,
-    require_positive,
-    seeded_generator,
-)
+from .._checks import all_finite, require_float, require_int, require_positive
+from .._memory import require_matrix_fits
+from .._random import seeded_generator
 from ..core.scoring import dot_score, scaled_dot_score
 
 SATURATION = 0.99

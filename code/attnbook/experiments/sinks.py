@@ -12,14 +12,9 @@ losing them costs (against ``matched_random_keys``, as many other keys).
 import torch
 import torch.nn.functional as F
 
-from .._checks import (
-    require_float,
-    require_generator,
-    require_ids,
-    require_int,
-    require_matrix_fits,
-    require_tensor,
-)
+from .._checks import require_float, require_ids, require_int, require_tensor
+from .._memory import require_matrix_fits
+from .._random import require_generator
 from ..core.masking import causal_mask
 
 

@@ -12,13 +12,8 @@ import importlib
 
 import torch
 
-from .._checks import (
-    all_finite,
-    require_float,
-    require_generator,
-    require_int,
-    require_tensor,
-)
+from .._checks import all_finite, require_float, require_int, require_tensor
+from .._random import require_generator
 
 MAX_HEAD_SIZE = 128
 KERNEL_DTYPES = (torch.float32, torch.float16, torch.bfloat16)

@@ -10,11 +10,7 @@ and never the noise itself.
 
 import torch
 
-from .._checks import (
-    require_positive,
-    require_same_device,
-    require_tensor,
-)
+from .._checks import require_positive, require_same_device, require_tensor
 
 
 def agreement(actual, expected, tol: float) -> str:

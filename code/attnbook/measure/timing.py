@@ -14,11 +14,7 @@ import math
 import statistics
 import time
 
-from .._checks import (
-    require_callable,
-    require_int,
-    require_positive,
-)
+from .._checks import require_callable, require_int, require_positive
 
 # A timing takes a few repeats of a few calls; more than this many is a
 # mistake that would run for hours, refused at once.

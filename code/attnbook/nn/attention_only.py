@@ -21,14 +21,9 @@ normalisation buys nothing and would cost the exact decomposition.
 import torch
 from torch import nn
 
-from .._checks import (
-    require_activations_fit,
-    require_ids,
-    require_int,
-    require_int_in,
-    require_weights_fit,
-    restores_rng_on_error,
-)
+from .._checks import require_ids, require_int, require_int_in
+from .._memory import require_activations_fit, require_weights_fit
+from .._random import restores_rng_on_error
 from ..core.attention import attention
 from ..core.masking import causal_mask
 from ..core.scoring import scaled_dot_score

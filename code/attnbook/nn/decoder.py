@@ -35,13 +35,12 @@ from .._checks import (
     require_ids,
     require_int,
     require_module_dtype,
-    require_multihead_mask,
     require_same_dtype,
     require_same_size,
     require_tensor,
-    require_weights_fit,
-    restores_rng_on_error,
 )
+from .._memory import require_weights_fit
+from .._random import restores_rng_on_error
 from ..core._nonfinite import drop_masked_garbage, weighted_values
 from ..core.masking import causal_mask, masked_softmax
 from ..core.positional import PositionalEncoding
@@ -52,7 +51,12 @@ from .encoder import (
     blocks_weights,
     check_torch_layer,
 )
-from .multihead import MultiHeadAttention, merge_heads, split_heads
+from .multihead import (
+    MultiHeadAttention,
+    merge_heads,
+    require_multihead_mask,
+    split_heads,
+)
 
 
 def _require_dropout(value) -> float:

@@ -24,9 +24,9 @@ from .._checks import (
     require_probability,
     require_same_size,
     require_tensor,
-    require_weights_fit,
-    restores_rng_on_error,
 )
+from .._memory import require_weights_fit
+from .._random import restores_rng_on_error
 from ..core.masking import lengths_to_mask
 from ..core.positional import PositionalEncoding
 from .multihead import MultiHeadAttention

@@ -13,13 +13,8 @@ once at least three vertices are out.
 import torch
 from torch import nn
 
-from .._checks import (
-    all_finite,
-    require_float,
-    require_int,
-    require_tensor,
-    restores_rng_on_error,
-)
+from .._checks import all_finite, require_float, require_int, require_tensor
+from .._random import restores_rng_on_error
 from ..core.masking import masked_softmax
 from .pointer import add_pointer_layers
 

@@ -24,18 +24,19 @@ import torch.nn.functional as F
 from torch import nn
 
 from .._checks import (
-    require_activations_fit,
-    require_generator,
     require_ids,
     require_int,
     require_int_in,
-    require_matrix_fits,
     require_same_dtype,
     require_sequences,
     require_tensor,
-    require_weights_fit,
-    restores_rng_on_error,
 )
+from .._memory import (
+    require_activations_fit,
+    require_matrix_fits,
+    require_weights_fit,
+)
+from .._random import require_generator, restores_rng_on_error
 from ..core.attention import attention
 from ..core.grouped_query import grouped_query_attention
 from ..core.masking import causal_mask

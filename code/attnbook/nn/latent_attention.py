@@ -42,19 +42,17 @@ import torch
 from torch import nn
 
 from .._checks import (
-    require_dim,
     require_float,
     require_int,
     require_module_dtype,
-    require_multihead_mask,
     require_same_size,
-    require_weights_fit,
-    restores_rng_on_error,
 )
+from .._memory import require_weights_fit
+from .._random import restores_rng_on_error
 from ..core._nonfinite import drop_unused_latent_garbage
 from ..core.grouped_query import grouped_query_attention
 from ..core.rotary import apply_rotary
-from .multihead import merge_heads, split_heads
+from .multihead import merge_heads, require_multihead_mask, split_heads
 
 
 class MultiHeadLatentAttention(nn.Module):
@@ -246,7 +244,7 @@ def _check_sizes(embed_dim, num_heads, latent_dim, head_dim, rope_dim) -> int:
         ("num_heads", num_heads),
         ("latent_dim", latent_dim),
     ):
-        require_dim(name, size)
+        require_int(name, size)
     if head_dim is None:
         if embed_dim % num_heads:
             raise ValueError(
@@ -254,7 +252,7 @@ def _check_sizes(embed_dim, num_heads, latent_dim, head_dim, rope_dim) -> int:
                 f"({num_heads}), or give head_dim"
             )
         head_dim = embed_dim // num_heads
-    require_dim("head_dim", head_dim)
+    require_int("head_dim", head_dim)
     require_int("rope_dim", rope_dim, minimum=0)
     if rope_dim % 2:
         raise ValueError(

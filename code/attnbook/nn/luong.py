@@ -20,7 +20,7 @@ position).
 import torch
 from torch import nn
 
-from .._checks import restores_rng_on_error
+from .._random import restores_rng_on_error
 from ..core.scoring import BilinearScore
 from .seq2seq import Seq2Seq, _check_decoder_state
 

@@ -13,16 +13,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from .._checks import (
-    require_dim,
     require_float,
-    require_matrix_fits,
+    require_int,
     require_module_dtype,
-    require_multihead_mask,
     require_same_size,
     require_tensor,
-    require_weights_fit,
-    restores_rng_on_error,
 )
+from .._memory import require_matrix_fits, require_weights_fit
+from .._random import restores_rng_on_error
 from ..core._nonfinite import drop_unused_garbage
 from ..core.attention import attention
 from ..core.grouped_query import grouped_query_attention
@@ -32,7 +30,7 @@ from ..core.scoring import scaled_dot_score
 def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
     """(..., n, num_heads * d_head) -> (..., num_heads, n, d_head)."""
     require_tensor("x", x)
-    require_dim("num_heads", num_heads)
+    require_int("num_heads", num_heads)
     if x.dim() < 2:
         raise ValueError(
             f"x needs shape (..., n, num_heads * d_head), got {tuple(x.shape)}"
@@ -61,7 +59,7 @@ def _check_sizes(embed_dim, num_heads, num_kv_heads) -> int:
     for name, size in (("embed_dim", embed_dim), ("num_heads", num_heads)):
         if isinstance(size, bool) or not isinstance(size, int):
             raise TypeError(f"{name} must be an int, got {size!r}")
-    require_dim("embed_dim", embed_dim)
+    require_int("embed_dim", embed_dim)
     if num_heads < 1 or embed_dim % num_heads != 0:
         raise ValueError(
             f"embed_dim ({embed_dim}) must be divisible by num_heads ("
@@ -69,7 +67,7 @@ def _check_sizes(embed_dim, num_heads, num_kv_heads) -> int:
         )
     if num_kv_heads is None:
         num_kv_heads = num_heads
-    require_dim("num_kv_heads", num_kv_heads)
+    require_int("num_kv_heads", num_kv_heads)
     if num_heads % num_kv_heads:
         raise ValueError(
             f"num_heads ({num_heads}) must be divisible by num_kv_heads "
@@ -296,3 +294,66 @@ class MultiHeadAttention(nn.Module):
             self.in_proj_bias.copy_(module.in_proj_bias)
             self.out_proj.bias.copy_(module.out_proj.bias)
         return self
+
+
+# The check every multi-head module shares (here, the decoder, MLA).
+
+
+def require_multihead_mask(
+    mask, batch: tuple, num_heads: int, n_q: int, n_k: int, name: str = "mask"
+) -> torch.Tensor:
+    """A mask for multi-head weights (*batch, num_heads, n_q, n_k) that cannot
+    be misread.
+
+    Accepted: 2-D (n_q, n_k), one mask for every sequence and head (e.g. a
+    causal mask); or, for batched inputs, 4-D (B or 1, num_heads or 1, n_q or
+    1, n_k), e.g. a key-padding mask ``keep[:, None, None, :]`` of shape (B, 1,
+    1, n_k); for unbatched inputs 3-D (num_heads or 1, n_q or 1, n_k). Anything
+    else, in particular a (B, 1, n_k) padding mask (it would broadcast as (1,
+    B, 1, n_k) and, when B equals num_heads, apply sequence j's padding to head
+    j), is refused with a ``ValueError`` naming these shapes.
+    """
+    require_tensor(name, mask)
+    if mask.dtype != torch.bool:
+        raise TypeError(
+            f"{name} must be a boolean tensor (True = keep), got dtype "
+            f"{mask.dtype}"
+        )
+    shape = tuple(mask.shape)
+    if len(shape) == 2 and shape == (n_q, n_k):
+        return mask
+    wanted = [f"(n_q, n_k) = ({n_q}, {n_k})"]
+    if len(batch) == 1:
+        allowed = ((batch[0], 1), (num_heads, 1), (n_q, 1), (n_k,))
+        wanted.append(
+            f"(B or 1, heads or 1, n_q or 1, n_k) = ({batch[0]} or 1, "
+            f"{num_heads} or 1, {n_q} or 1, {n_k})"
+        )
+    elif len(batch) == 0:
+        allowed = ((num_heads, 1), (n_q, 1), (n_k,))
+        wanted.append(
+            f"(heads or 1, n_q or 1, n_k) = ({num_heads} or 1, {n_q} or 1, "
+            f"{n_k})"
+        )
+    else:
+        allowed = (
+            *((size, 1) for size in batch),
+            (num_heads, 1),
+            (n_q, 1),
+            (n_k,),
+        )
+        wanted.append(
+            "(*batch or 1, heads or 1, n_q or 1, n_k) with batch "
+            f"{tuple(batch)}"
+        )
+    if len(shape) == len(allowed) and all(
+        size in sizes for size, sizes in zip(shape, allowed)
+    ):
+        return mask
+    raise ValueError(
+        f"{name} of shape {shape} is ambiguous or wrong for multi-head weights"
+        " "
+        f"{(*batch, num_heads, n_q, n_k)}: pass {' or '.join(wanted)}; a "
+        "key-padding mask keep (B, n_k) "
+        f"goes in as keep[:, None, None, :] (see attnbook.padding_mask)"
+    )

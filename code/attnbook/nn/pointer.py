@@ -25,15 +25,14 @@ from torch import nn
 
 from .._checks import (
     all_finite,
-    require_activations_fit,
     require_float,
     require_int,
     require_module_dtype,
     require_shape,
     require_tensor,
-    require_weights_fit,
-    restores_rng_on_error,
 )
+from .._memory import require_activations_fit, require_weights_fit
+from .._random import restores_rng_on_error
 from ..core.masking import masked_softmax
 from ..core.scoring import AdditiveScore
 

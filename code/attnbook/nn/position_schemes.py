@@ -28,14 +28,9 @@ import math
 import torch
 from torch import nn
 
-from .._checks import (
-    require_finite_number,
-    require_ids,
-    require_int,
-    require_matrix_fits,
-    require_weights_fit,
-    restores_rng_on_error,
-)
+from .._checks import require_finite_number, require_ids, require_int
+from .._memory import require_matrix_fits, require_weights_fit
+from .._random import restores_rng_on_error
 from ..core.long_context import (
     YARN_ALPHA,
     YARN_BETA,

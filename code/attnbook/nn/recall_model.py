@@ -39,9 +39,9 @@ from .._checks import (
     require_int,
     require_module_dtype,
     require_same_dtype,
-    require_weights_fit,
-    restores_rng_on_error,
 )
+from .._memory import require_weights_fit
+from .._random import restores_rng_on_error
 from ..core.attention import attention
 from ..core.delta_rule import delta_rule
 from ..core.linear_attention import linear_attention

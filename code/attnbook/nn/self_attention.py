@@ -20,9 +20,9 @@ from .._checks import (
     require_int,
     require_module_dtype,
     require_same_size,
-    require_weights_fit,
-    restores_rng_on_error,
 )
+from .._memory import require_weights_fit
+from .._random import restores_rng_on_error
 from ..core._nonfinite import zero_unused
 from ..core.attention import attention
 from ..core.scoring import scaled_dot_score

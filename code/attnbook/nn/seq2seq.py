@@ -39,16 +39,14 @@ from .._checks import (
     require_ids,
     require_int,
     require_lengths,
-    require_matrix_fits,
     require_module_dtype,
     require_same_size,
     require_shape,
     require_tensor,
     require_training,
-    require_weights_fit,
-    restores_rng_on_error,
-    seeded_generator,
 )
+from .._memory import require_matrix_fits, require_weights_fit
+from .._random import restores_rng_on_error, seeded_generator
 from ..core.attention import attention
 from ..core.masking import lengths_to_mask
 from ..core.scoring import AdditiveScore

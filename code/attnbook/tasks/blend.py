@@ -12,12 +12,9 @@ min_n |x_n - t|^2.
 
 import torch
 
-from .._checks import (
-    require_finite_number,
-    require_generator,
-    require_int,
-    require_matrix_fits,
-)
+from .._checks import require_finite_number, require_int
+from .._memory import require_matrix_fits
+from .._random import require_generator
 
 
 def marked_items(

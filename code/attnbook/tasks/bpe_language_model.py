@@ -11,7 +11,8 @@ bits per character and bits per byte so the two can be compared.
 
 import torch
 
-from .._checks import keep_global_rng, require_int, require_saved
+from .._checks import require_int, require_saved
+from .._random import keep_global_rng
 from .._weights import load_pinned
 from ..measure.threads import single_thread
 from ..nn.language_model import DecoderOnlyTransformer

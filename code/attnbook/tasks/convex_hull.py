@@ -6,13 +6,11 @@ import io
 
 import torch
 
-from .._checks import (
+from .._checks import require_float, require_int, require_training
+from .._memory import require_matrix_fits
+from .._random import (
     keep_global_rng,
-    require_float,
     require_generator,
-    require_int,
-    require_matrix_fits,
-    require_training,
     seeded,
     seeded_generator,
 )

@@ -5,14 +5,12 @@ Transformer, shipped as pinned weights."""
 import torch
 
 from .._checks import (
-    keep_global_rng,
     require_finite_number,
     require_flag,
     require_int,
     require_translator,
-    seeded,
-    seeded_generator,
 )
+from .._random import keep_global_rng, seeded, seeded_generator
 from .._weights import load_pinned
 from ..measure.parameters import count_parameters
 from ..nn.beam_search import beam_search

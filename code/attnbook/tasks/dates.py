@@ -24,14 +24,9 @@ import string as _string
 
 import torch
 
-from .._checks import (
-    require_flag,
-    require_generator,
-    require_int,
-    require_matrix_fits,
-    require_tensor,
-    require_text,
-)
+from .._checks import require_flag, require_int, require_tensor, require_text
+from .._memory import require_matrix_fits
+from .._random import require_generator
 
 FIRST_DATE = _dt.date(1900, 1, 1)
 LAST_DATE = _dt.date(2099, 12, 31)

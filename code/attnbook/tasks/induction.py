@@ -33,17 +33,16 @@ import torch
 import torch.nn.functional as F
 
 from .._checks import (
-    keep_global_rng,
     require_dict_or_none,
     require_float,
-    require_generator,
     require_ids,
     require_int,
-    require_matrix_fits,
     require_saved,
     require_tensor,
     require_training,
 )
+from .._memory import require_matrix_fits
+from .._random import keep_global_rng, require_generator
 from .._weights import load_pinned
 from ..measure.threads import single_thread
 from ..nn.attention_only import AttentionOnlyTransformer

@@ -18,16 +18,15 @@ import torch
 import torch.nn.functional as F
 
 from .._checks import (
-    keep_global_rng,
     require_dict_or_none,
     require_ids,
     require_int,
-    require_matrix_fits,
     require_saved,
     require_tensor,
     require_training,
-    seeded_generator,
 )
+from .._memory import require_matrix_fits
+from .._random import keep_global_rng, seeded_generator
 from .._weights import load_pinned, read_pinned
 from ..core.sampling import check_sampling, next_token_distribution
 from ..measure.threads import single_thread

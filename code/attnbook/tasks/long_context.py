@@ -29,13 +29,13 @@ import time
 import torch
 
 from .._checks import (
-    keep_global_rng,
     require_dict_or_none,
     require_int,
     require_int_in,
-    require_matrix_fits,
     require_training,
 )
+from .._memory import require_matrix_fits
+from .._random import keep_global_rng
 from .._weights import load_pinned, read_pinned
 from ..measure.head_scores import previous_token_score
 from ..measure.threads import single_thread

@@ -17,17 +17,18 @@ import torch.nn.functional as F
 from torch import nn
 
 from .._checks import (
-    keep_global_rng,
     require_float_dtype,
-    require_generator,
     require_ids,
     require_int,
-    require_matrix_fits,
     require_positive,
     require_saved,
     require_tensor,
     require_text,
-    require_weights_fit,
+)
+from .._memory import require_matrix_fits, require_weights_fit
+from .._random import (
+    keep_global_rng,
+    require_generator,
     restores_rng_on_error,
     seeded,
 )

@@ -29,16 +29,15 @@ import torch
 import torch.nn.functional as F
 
 from .._checks import (
-    keep_global_rng,
     require_dict_or_none,
     require_float,
-    require_generator,
     require_int,
     require_int_in,
-    require_matrix_fits,
     require_tensor,
     require_training,
 )
+from .._memory import require_matrix_fits
+from .._random import keep_global_rng, require_generator
 from .._weights import read_pinned
 from ..measure.threads import single_thread
 from ..nn.recall_model import RecallModel

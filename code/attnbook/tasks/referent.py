@@ -29,10 +29,8 @@ from .._checks import (
     require_int_in,
     require_tensor,
     require_text,
-    restores_rng_on_error,
-    seeded,
-    seeded_generator,
 )
+from .._random import restores_rng_on_error, seeded, seeded_generator
 from ..core.positional import sinusoidal_encoding
 from ..measure.threads import single_thread
 from ..nn.self_attention import SelfAttention

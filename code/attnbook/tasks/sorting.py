@@ -11,14 +11,15 @@ from torch import nn
 
 from .._checks import (
     all_finite,
-    keep_global_rng,
     require_finite_number,
-    require_generator,
     require_int,
-    require_matrix_fits,
     require_positive,
     require_training,
-    require_weights_fit,
+)
+from .._memory import require_matrix_fits, require_weights_fit
+from .._random import (
+    keep_global_rng,
+    require_generator,
     seeded,
     seeded_generator,
 )

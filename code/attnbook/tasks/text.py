@@ -20,12 +20,12 @@ import torch
 
 from .._checks import (
     is_finite_number,
-    require_generator,
     require_ids,
     require_int,
-    require_matrix_fits,
     require_tensor,
 )
+from .._memory import require_matrix_fits
+from .._random import require_generator
 from .._weights import read_pinned
 
 CORPUS_FILE = "python_docstrings.txt.gz"

@@ -27,7 +27,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from .._checks import require_training, seeded_generator
+from .._checks import require_training
+from .._random import seeded_generator
 from .._weights import training_arguments, weights_digest
 from ..experiments.luong_bahdanau import training_targets, unseen_dates
 from ..measure.parameters import count_parameters

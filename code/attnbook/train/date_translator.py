@@ -26,12 +26,8 @@ from pathlib import Path
 
 import torch
 
-from .._checks import (
-    require_int,
-    require_saved,
-    require_translator,
-    seeded_generator,
-)
+from .._checks import require_int, require_saved, require_translator
+from .._random import seeded_generator
 from ..measure.parameters import count_parameters
 from ..nn.seq2seq import Seq2Seq, train_seq2seq
 from ..tasks.date_translator import (

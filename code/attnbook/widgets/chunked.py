@@ -6,7 +6,8 @@ import math
 import matplotlib.pyplot as plt
 import torch
 
-from .._checks import require_int_in, seeded_generator
+from .._checks import require_int_in
+from .._random import seeded_generator
 from ..core.attention import attention
 from ..core.chunked import StreamingAttention
 from ..measure.memory import score_matrix_bytes

@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt
 import matplotlib.transforms as transforms
 import torch
 
-from .._checks import keep_global_rng
+from .._random import keep_global_rng
 from ..tasks.card_lookup import (
     COLOURS,
     NUM_CARDS,

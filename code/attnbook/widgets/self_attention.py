@@ -14,14 +14,9 @@ import matplotlib.pyplot as plt
 import matplotlib.transforms as transforms
 import torch
 
-from .._checks import (
-    keep_global_rng,
-    require_flag,
-    require_int,
-    require_int_in,
-    require_matrix_fits,
-    require_text,
-)
+from .._checks import require_flag, require_int, require_int_in, require_text
+from .._memory import require_matrix_fits
+from .._random import keep_global_rng
 from ..core.positional import sinusoidal_encoding
 from ..nn.self_attention import SelfAttention
 from ._explorer import live_explorer

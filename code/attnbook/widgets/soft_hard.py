@@ -11,8 +11,8 @@ from .._checks import (
     is_finite_number,
     require_finite_number,
     require_int_in,
-    seeded_generator,
 )
+from .._random import seeded_generator
 from ..core.attention import attention, hard_attention
 from ..core.scoring import dot_score
 from ._explorer import live_explorer
