@@ -68,8 +68,8 @@ def score(model, lengths=SEED_LENGTHS, num_sequences=EVAL_STRINGS) -> dict:
     chapter decodes them, in a batch of their own."""
     if not isinstance(lengths, (list, tuple, range)):
         raise TypeError(f"lengths must be a list of ints, got {lengths!r:.40}")
-    for n in lengths:
-        require_int("every length", n)
+    for i, n in enumerate(lengths):
+        require_int(f"lengths[{i}]", n)
     require_int("num_sequences", num_sequences, minimum=CHAPTER_STRINGS)
     copied, chapter = [], []
     for n in lengths:

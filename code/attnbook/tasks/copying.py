@@ -98,6 +98,12 @@ def copied_exactly(
     require_int("length", length)
     require_int("num_sequences", num_sequences)
     require_int("seed", seed, minimum=0)
+    require_matrix_fits(
+        "num_sequences strings of length + 1 tokens",
+        (num_sequences, length + 1),
+        torch.int64,
+        hint="use fewer or shorter strings, or",
+    )
     src, lengths, _, tgt_out = copy_batch(
         num_sequences, length, seeded_generator(seed)
     )
