@@ -1483,7 +1483,14 @@ fn(
     length=3,
     num_sequences=4,
 )
+fn(
+    "tasks.copying.copied_exactly",
+    model=lambda: next(iter(shipped("bottleneck").values())),
+    length=3,
+    num_sequences=4,
+)
 fn("tasks.copying.pretrained_bottleneck_models")
+fn("tasks.copying.train_bottleneck_model", name="plain", seed=1, steps=2)
 fn(
     "tasks.copying.copy_accuracies",
     models=lambda: dict(list(shipped("bottleneck").items())[:1]),
@@ -2174,6 +2181,33 @@ fn(
     results=lambda: resolve(
         "attnbook.experiments.head_count.head_sweep_results"
     )(),
+)
+fn(
+    "experiments.bottleneck_seeds.score",
+    model=lambda: next(iter(shipped("bottleneck").values())),
+    lengths=[3],
+    num_sequences=200,
+)
+fn(
+    "experiments.bottleneck_seeds.run",
+    name="plain",
+    seed=1,
+    steps=2,
+    lengths=[3],
+    num_sequences=200,
+)
+fn(
+    "experiments.bottleneck_seeds.results_json",
+    records=[{"model": "plain", "seed": 1, "copied": [3]}],
+)
+fn("experiments.bottleneck_seeds.bottleneck_seed_results")
+fn(
+    "experiments.bottleneck_seeds.accuracy_curves",
+    results=lambda: resolve(
+        "attnbook.experiments.bottleneck_seeds.bottleneck_seed_results"
+    )(),
+    model="plain",
+    steps=1200,
 )
 fn("experiments.luong_bahdanau.build_decoder", name="luong", seed=0)
 fn(

@@ -5,7 +5,9 @@ head_count (heads against head size on the card task, chapter 4), score_scaling
 (training hard attention: REINFORCE and the exact expected gradient, chapter
 3), blend_training (soft against hard attention when the right answer is a
 blend, chapter 3), complexity (self-attention against CNNs and RNNs, chapter
-7), norm_placement (post-LN against pre-LN, chapter 9), attention_memory (the
+7), bottleneck_seeds (chapter 5's copying models with and without attention
+over three training seeds, and the plain one trained twice as long),
+norm_placement (post-LN against pre-LN, chapter 9), attention_memory (the
 peak memory of one attention call, chapter 11) and io_traffic (slow-memory
 traffic of plain and tiled attention, chapter 11); head_circuits (a head's QK
 and OV circuits and scores, and the language model run with its attention

@@ -4,12 +4,18 @@ and without attention (the shipped pair of models,
 
 import torch
 
-from .._checks import require_int, require_lengths
-from .._memory import require_matrix_fits
-from .._random import require_generator, seeded_generator
+from .._checks import (
+    require_generator,
+    require_int,
+    require_lengths,
+    require_matrix_fits,
+    require_training,
+    seeded,
+    seeded_generator,
+)
 from .._weights import load_pinned
 from ..core.masking import lengths_to_mask
-from ..nn.seq2seq import BOS, EOS, PAD, Seq2Seq
+from ..nn.seq2seq import BOS, EOS, PAD, Seq2Seq, train_seq2seq
 
 COPY_VOCAB_SIZE = 13  # PAD, BOS, EOS and the digits 0-9 (ids 3..12)
 COPY_LENGTHS = (4, 30)  # the shortest and longest strings of the experiment
@@ -34,6 +40,10 @@ BOTTLENECK_MODELS = {
         "attn_dim": 69,
     },
 }
+#: How both were trained (``train_bottleneck_model``): Adam with a one-cycle
+#: learning rate peaking at lr, batches of one length each, drawn uniformly
+#: from COPY_LENGTHS; the shipped pair is seed 0.
+BOTTLENECK_RECIPE = {"steps": 1200, "batch_size": 64, "lr": 3e-3, "seed": 0}
 BOTTLENECK_FILE = "bottleneck_models.pt"
 BOTTLENECK_SHA256 = (
     "4610213f9b07b8a4976c3abc9fbaf41af2e29c3cbb7592766ec9a16c98176949"
@@ -77,25 +87,71 @@ def copy_batch(batch_size: int, lengths, generator: torch.Generator):
 
 
 @torch.no_grad()
-def copy_accuracy(
+def copied_exactly(
     model: Seq2Seq, length: int, num_sequences: int = 500, seed: int = 0
-) -> float:
-    """Share of ``num_sequences`` fresh digit strings of ``length`` copied
-    exactly (greedy, EOS included)."""
+) -> torch.Tensor:
+    """A (num_sequences,) bool tensor: which of ``num_sequences`` fresh digit
+    strings of ``length`` (drawn from ``seed``) the model copies exactly
+    (greedy, EOS included)."""
     if not isinstance(model, Seq2Seq):
         raise TypeError(f"model must be a Seq2Seq, got {type(model).__name__}")
     require_int("length", length)
     require_int("num_sequences", num_sequences)
     require_int("seed", seed, minimum=0)
+    require_matrix_fits(
+        "num_sequences strings of length + 1 tokens",
+        (num_sequences, length + 1),
+        torch.int64,
+        hint="use fewer or shorter strings, or",
+    )
     src, lengths, _, tgt_out = copy_batch(
         num_sequences, length, seeded_generator(seed)
     )
     tokens, _ = model.eval().greedy_decode(src, lengths, max_steps=length + 1)
     if tokens.shape[1] < tgt_out.shape[1]:
-        return 0.0
-    return (
-        (tokens[:, : tgt_out.shape[1]] == tgt_out).all(1).float().mean().item()
+        return torch.zeros(num_sequences, dtype=torch.bool)
+    return (tokens[:, : tgt_out.shape[1]] == tgt_out).all(1)
+
+
+def copy_accuracy(
+    model: Seq2Seq, length: int, num_sequences: int = 500, seed: int = 0
+) -> float:
+    """Share of ``num_sequences`` fresh digit strings of ``length`` copied
+    exactly (greedy, EOS included)."""
+    hits = copied_exactly(model, length, num_sequences, seed)
+    return hits.float().mean().item()
+
+
+def train_bottleneck_model(
+    name: str,
+    seed: int,
+    steps: int = BOTTLENECK_RECIPE["steps"],
+    log_every: int = 0,
+) -> tuple:
+    """Train model ``name`` of ``BOTTLENECK_MODELS`` as the shipped pair was
+    trained (``BOTTLENECK_RECIPE``), from ``seed``: initial weights and
+    batches both come from it, and one seed gives both models the very same
+    batches. ``steps`` other than 1,200 stretches the one-cycle schedule over
+    the new length (the first batches stay the same). Prints the loss every
+    ``log_every`` steps (0: never). Leaves torch's global random state as it
+    was. Returns (the model, in eval mode, the list of losses)."""
+    if not isinstance(name, str) or name not in BOTTLENECK_MODELS:
+        raise ValueError(
+            f"name must be one of {list(BOTTLENECK_MODELS)}, got {name!r:.40}"
+        )
+    require_training(steps=steps, seed=seed)
+    low, high = COPY_LENGTHS
+
+    def make_batch(generator):
+        n = int(torch.randint(low, high + 1, (1,), generator=generator))
+        return copy_batch(BOTTLENECK_RECIPE["batch_size"], n, generator)
+
+    with seeded(seed):
+        model = Seq2Seq(**BOTTLENECK_MODELS[name])
+    losses = train_seq2seq(
+        model, make_batch, steps, BOTTLENECK_RECIPE["lr"], seed, log_every
     )
+    return model.eval(), losses
 
 
 def pretrained_bottleneck_models() -> dict:

@@ -25,16 +25,16 @@ from pathlib import Path
 import torch
 
 from ..measure.parameters import count_parameters
-from ..nn.seq2seq import Seq2Seq, train_seq2seq
 from ..tasks.copying import (
     BOTTLENECK_FILE,
     BOTTLENECK_MODELS,
+    BOTTLENECK_RECIPE,
     COPY_LENGTHS,
     copy_accuracy,
-    copy_batch,
+    train_bottleneck_model,
 )
 
-RECIPE = {"steps": 1200, "batch_size": 64, "lr": 3e-3, "seed": 0}
+RECIPE = BOTTLENECK_RECIPE
 
 
 def main(argv=None) -> None:
@@ -53,23 +53,11 @@ def main(argv=None) -> None:
     torch.set_num_threads(1)
     recipe = {**RECIPE, "steps": args.steps}
     low, high = COPY_LENGTHS
-
-    def make_batch(generator):
-        n = int(torch.randint(low, high + 1, (1,), generator=generator))
-        return copy_batch(recipe["batch_size"], n, generator)
-
     saved = {"recipe": recipe, "models": {}}
-    for name, config in BOTTLENECK_MODELS.items():
-        torch.manual_seed(recipe["seed"])
-        model = Seq2Seq(**config)
+    for name in BOTTLENECK_MODELS:
         wall, cpu = time.perf_counter(), time.process_time()
-        train_seq2seq(
-            model,
-            make_batch,
-            recipe["steps"],
-            recipe["lr"],
-            recipe["seed"],
-            log_every=200,
+        model, _ = train_bottleneck_model(
+            name, recipe["seed"], recipe["steps"], log_every=200
         )
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         accuracy = {
