@@ -5,8 +5,9 @@
     # evaluate the shipped file only
     python -m attnbook.train.<model> --check
 
-bottleneck, date_translator, sorter, position_classifier and hull_pointer
-(chapter 6's baseline and convex hull network), card_lookup,
+bottleneck, date_translator, sorter, position_classifier, baseline_seeds
+and hull_pointer (chapter 6's baseline, its seeds and variants, results
+only, and the convex hull network), card_lookup,
 card_heads (chapter 4's sweep of head counts, results only), order_classifier,
 date_transformer, language_model (corpus rebuilds its text from this
 Python's standard library), induction, norm_placement_radam (chapter 9's
