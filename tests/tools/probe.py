@@ -1749,6 +1749,7 @@ fn(
 )
 fn("tasks.sorting.pretrained_path")
 fn("tasks.sorting.pretrained_sorter")
+fn("tasks.sorting.load_baseline_seeds")
 fn("tasks.text.encode", text="hello")
 fn("tasks.text.decode", ids=lambda: torch.tensor([72, 73, 74]))
 fn("tasks.text.corpus_documents")
@@ -2687,6 +2688,28 @@ fn("train.hull_pointer.evaluate", model=HULL)
 fn("train.induction.report", two_layer=INDUCTION_AOT, one_layer=INDUCTION_AOT)
 # seed 0: the shipped model (any other seed trains one for minutes)
 fn("train.rope_scaling_curve.rope_model", seed=0)
+fn(
+    "train.baseline_seeds.lists_sorted",
+    model=lambda: shipped("sorter"),
+    lengths=(2,),
+)
+fn(
+    "train.baseline_seeds.train_indexed",
+    recipe=dict(
+        hidden_dim=8, steps=1, batch_size=2, min_len=3, max_len=4, lr=0.01,
+        final_lr=1e-5, seed=0, max_positions=4,
+    ),
+)  # fmt: skip
+fn(
+    "train.baseline_seeds.IndexedPositionClassifier",
+    hidden_dim=8,
+    max_positions=5,
+)
+method(
+    "train.baseline_seeds.IndexedPositionClassifier.encode",
+    _cls("train.baseline_seeds.IndexedPositionClassifier", 8, 5),
+    x=lambda: torch.rand(2, 5),
+)
 
 
 def valid_call(target: str):

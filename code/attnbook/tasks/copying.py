@@ -4,15 +4,9 @@ and without attention (the shipped pair of models,
 
 import torch
 
-from .._checks import (
-    require_generator,
-    require_int,
-    require_lengths,
-    require_matrix_fits,
-    require_training,
-    seeded,
-    seeded_generator,
-)
+from .._checks import require_int, require_lengths, require_training
+from .._memory import require_matrix_fits
+from .._random import require_generator, seeded, seeded_generator
 from .._weights import load_pinned
 from ..core.masking import lengths_to_mask
 from ..nn.seq2seq import BOS, EOS, PAD, Seq2Seq, train_seq2seq

@@ -2,6 +2,7 @@
 sorter ships as pinned weights (``python -m attnbook.train.sorter``)."""
 
 import io
+import json
 import os
 from importlib import resources
 from pathlib import Path
@@ -23,7 +24,7 @@ from .._random import (
     seeded,
     seeded_generator,
 )
-from .._weights import load_pinned
+from .._weights import load_pinned, read_pinned
 from ..measure.threads import torch_threads
 from ..nn.pointer import PointerNetwork, PositionClassifier, _check_values
 
@@ -59,6 +60,17 @@ POSITION_CLASSIFIER_SHA256 = (
 
 # The fixed-vocabulary baseline: the sorter's recipe, 10 position classes.
 BASELINE_RECIPE = {**TRAINING_RECIPE, "max_positions": 10}
+
+# python -m attnbook.train.baseline_seeds: the baseline and the sorter over
+# seeds 0-2 (seed 0: the shipped files), the baseline at lr / 3 and given the
+# position index, scored on chapter 6's test lists (1,000 lists of each
+# length n, drawn from torch.Generator().manual_seed(500 + n)).
+BASELINE_SEEDS_FILE = "baseline_seeds.json"
+SEEDS_TEST_LISTS = 1000
+SEEDS_TEST_SEED = 500
+BASELINE_SEEDS_SHA256 = (
+    "7a0c2002862c908320f59fd8956fc2eb291cebc2d14150ea202fc98ac6ddb90b"
+)
 
 
 def sorting_batch(batch_size: int, n: int, generator: torch.Generator):
@@ -392,3 +404,14 @@ def pretrained_position_classifier(return_info: bool = False):
         load_pinned(BASELINE_FILE, POSITION_CLASSIFIER_SHA256)
     )
     return (model, info) if return_info else model
+
+
+def load_baseline_seeds() -> dict:
+    """The shipped ``data/baseline_seeds.json`` of ``python -m
+    attnbook.train.baseline_seeds`` (checked against its pinned SHA-256):
+    {"runs": [{"name", "model", "shipped", "seed", "recipe", "final_loss",
+    "digest", "sorted": {n: lists of 1,000 sorted exactly}}, ...],
+    "test_lists", "test_seed", ...}. Runs named "baseline" and "pointer"
+    are seeds 0, 1, 2 of the shipped recipes (seed 0 the shipped weights);
+    "baseline lr/3" and "baseline + index" are seed 0."""
+    return json.loads(read_pinned(BASELINE_SEEDS_FILE, BASELINE_SEEDS_SHA256))

@@ -7,8 +7,9 @@
 
 bottleneck, bottleneck_seeds (chapter 5's copying models over three seeds and
 the plain one trained twice as long, results only), date_translator, sorter,
-position_classifier and hull_pointer (chapter 6's baseline and convex hull
-network), card_lookup,
+position_classifier, baseline_seeds and hull_pointer (chapter 6's baseline,
+its seeds and variants, results only, and the convex hull network),
+card_lookup,
 card_heads (chapter 4's sweep of head counts, results only), order_classifier,
 date_transformer, language_model (corpus rebuilds its text from this
 Python's standard library), induction, norm_placement_radam (chapter 9's
