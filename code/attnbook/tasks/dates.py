@@ -202,7 +202,9 @@ def _checked_forms(forms) -> tuple:
     forms = tuple(forms)
     for form in forms:
         if form not in FORMS:
-            raise ValueError(f"unknown form {form!r}; choose from {FORMS}")
+            raise ValueError(
+                f"forms holds an unknown form {form!r}; choose from {FORMS}"
+            )
     if not forms:
         raise ValueError(f"forms must name at least one form of {FORMS}")
     return forms
