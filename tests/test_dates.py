@@ -18,6 +18,7 @@ from attnbook.tasks.dates import (
     format_date,
     ordinal,
     random_date_pairs,
+    random_date_targets,
     random_dates,
 )
 
@@ -194,6 +195,21 @@ def test_generation_is_seeded_and_leaves_the_global_rng_alone():
     assert a == b
     assert torch.equal(torch.get_rng_state(), before)
     assert random_date_pairs(300, torch.Generator().manual_seed(8)) != a
+
+
+def test_targets_alone_replay_the_pairs_and_the_generator_exactly():
+    # random_date_targets skips formatting all but the "mixed" sources; the
+    # stream after it must be the stream after random_date_pairs
+    for seed in range(4):
+        for forms in (FORMS, FORMS[:2], ["03.05.1999"]):
+            a = torch.Generator().manual_seed(seed)
+            b = torch.Generator().manual_seed(seed)
+            for n in (0, 1, 7, 128, 1000):
+                _, targets = random_date_pairs(n, a, forms)
+                assert random_date_targets(n, b, forms) == targets
+                assert torch.equal(a.get_state(), b.get_state())
+    with pytest.raises(ValueError, match="unknown form"):
+        random_date_targets(3, torch.Generator(), ["3rd May"])
 
 
 def test_random_dates_are_uniform_over_days():

@@ -158,6 +158,11 @@ SKIP = {
     # a script's command line (argv parsing, training, writing a file), as
     # the train.*.main scripts: its parts are probed (train_sorter, evaluate)
     "attnbook.train.sorter.train_and_save": "a script's command line",
+    # chapter 10's comparison: trains a date model of the shipped recipe
+    # for any seed but the shipped one (a minute or two); its parts are
+    # probed: train_date_transformer, train_date_translator
+    "attnbook.train.date_comparison.trained": "minutes per call",
+    "attnbook.train.date_comparison.verify_shipped": "minutes per call",
 }
 
 
@@ -850,6 +855,19 @@ fn(
     num_layers=1,
     probe_size=4,
 )
+fn("experiments.date_comparison.load_date_comparison")
+fn(
+    "experiments.date_comparison.pooled_misses",
+    results=lambda: resolve(
+        "attnbook.experiments.date_comparison.load_date_comparison"
+    )(),
+)
+fn(
+    "experiments.date_comparison.format_comparison",
+    results=lambda: resolve(
+        "attnbook.experiments.date_comparison.load_date_comparison"
+    )(),
+)
 fn("experiments.norm_placement.load_radam_comparison")
 fn("experiments.norm_placement.load_probes")
 fn(
@@ -879,6 +897,8 @@ fn("experiments.score_scaling.gradient_statistics", **SMALL)
 fn("experiments.score_scaling.random_score_statistics", **SMALL)
 
 # measure
+fn("measure.binomial.clopper_pearson", k=1, n=20)
+fn("measure.binomial.equal_rates_p_value", k_a=2, k_b=0)
 fn(
     "measure.compare.agreement",
     actual=lambda: torch.ones(5),
@@ -1535,6 +1555,7 @@ fn("tasks.dates.iso", date=DATE)
 fn("tasks.dates.format_date", date=DATE, form="3 May 1999")
 fn("tasks.dates.random_dates", n=3, generator=lambda: G())
 fn("tasks.dates.random_date_pairs", n=3, generator=lambda: G())
+fn("tasks.dates.random_date_targets", n=3, generator=lambda: G())
 fn("tasks.dates.date_batch", n=3, generator=lambda: G())
 fn("tasks.dates.date_spans", text="Monday, May 3, 1999")
 fn("tasks.dates.CharVocabulary", chars="abc", max_length=8, name="v")
@@ -1792,6 +1813,19 @@ fn(
     num_decoder_layers=1,
 )
 fn("train.date_translator.translator_config")
+fn(
+    "train.date_translator.train_date_translator",
+    recipe=dict(
+        embed_dim=4, hidden_dim=8, attn_dim=8, steps=1, batch_size=2,
+        lr=1e-3, seed=0,
+    ),
+)  # fmt: skip
+fn("train.date_comparison.comparison_dates", draw=31337)
+fn(
+    "train.date_comparison.score",
+    translator=lambda: shipped("date_transformer"),
+    dates=(["3/5/1999", "May 3, 1999"], ["1999-05-03", "1999-05-03"]),
+)
 fn(
     "train.date_translator.date_accuracy",
     translator=lambda: shipped("date_translator"),

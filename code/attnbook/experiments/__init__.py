@@ -16,7 +16,9 @@ under four replacements of its weights: zero, uniform, its mean pattern,
 shuffled, chapter 14); sinks (where a head's weight goes, by key token, and
 what evicting those keys costs, chapter 13); memory_retrieval (what a
 fixed-size state recalls: softmax, a sum of outer products, the delta rule,
-least squares; Performer's error, chapter 17).
+least squares; Performer's error, chapter 17); date_comparison (the
+recurrent date translator against the date Transformer over training seeds
+and held-out draws, chapter 10).
 
 May import: everything below: ``attnbook.core``, ``attnbook.nn``,
 ``attnbook.tasks``, ``attnbook.measure`` and the private

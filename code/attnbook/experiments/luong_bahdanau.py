@@ -28,6 +28,7 @@ from ..tasks.dates import (
     TARGET_VOCAB,
     date_batch,
     random_date_pairs,
+    random_date_targets,
 )
 
 LUONG_BAHDANAU_FILE = "luong_bahdanau.json"
@@ -74,8 +75,7 @@ def training_targets(seed: int, steps: int, batch_size: int) -> set:
     generator = torch.Generator().manual_seed(seed)
     seen = set()
     for _ in range(steps):
-        _, targets = random_date_pairs(batch_size, generator)
-        seen.update(targets)
+        seen.update(random_date_targets(batch_size, generator))
     return seen
 
 

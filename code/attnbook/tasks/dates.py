@@ -10,7 +10,7 @@ module makes the data only:
 - ``format_date(date, form, ...)``: one date in one of the human ``FORMS``;
 - ``random_date_pairs(n, generator)``: ``(sources, targets)``, lists of
   strings, random dates in random forms, month names full or three letters,
-  random letter case;
+  random letter case (``random_date_targets`` replays the targets alone);
 - ``CharVocabulary`` with the two vocabularies ``SOURCE_VOCAB`` (printable
   ASCII) and ``TARGET_VOCAB`` (digits and ``-``), which turn lists of strings
   into padded id tensors and back;
@@ -191,6 +191,35 @@ def random_dates(n: int, generator: torch.Generator) -> list[_dt.date]:
     return [FIRST_DATE + _dt.timedelta(days=int(k)) for k in offsets]
 
 
+def _checked_forms(forms) -> tuple:
+    if not isinstance(forms, (list, tuple)):
+        raise TypeError(f"forms must be a list of forms, got {forms!r:.40}")
+    forms = tuple(forms)
+    for form in forms:
+        if form not in FORMS:
+            raise ValueError(
+                f"forms holds an unknown form {form!r}; choose from {FORMS}"
+            )
+    if not forms:
+        raise ValueError(f"forms must name at least one form of {FORMS}")
+    return forms
+
+
+def _draw_layouts(n: int, generator: torch.Generator, forms: tuple):
+    """What ``random_date_pairs`` draws before it formats: the dates, the
+    form ids, the short-month flags and the case ids."""
+    dates = random_dates(n, generator)
+    form_ids = torch.randint(0, len(forms), (n,), generator=generator).tolist()
+    short = (torch.rand(n, generator=generator) < 0.5).tolist()
+    case_ids = torch.multinomial(
+        torch.tensor(CASE_PROBABILITIES),
+        n,
+        replacement=True,
+        generator=generator,
+    ).tolist()
+    return dates, form_ids, short, case_ids
+
+
 def random_date_pairs(n: int, generator: torch.Generator, forms=FORMS):
     """``n`` random dates in random forms: ``(sources, targets)``, two lists of
     ``n`` strings.
@@ -202,25 +231,10 @@ def random_date_pairs(n: int, generator: torch.Generator, forms=FORMS):
     """
     require_generator("generator", generator)
     require_int("n", n, minimum=0)
-    if not isinstance(forms, (list, tuple)):
-        raise TypeError(f"forms must be a list of forms, got {forms!r:.40}")
-    forms = tuple(forms)
-    for form in forms:
-        if form not in FORMS:
-            raise ValueError(f"unknown form {form!r}; choose from {FORMS}")
-    if not forms:
-        raise ValueError(f"forms must name at least one form of {FORMS}")
+    forms = _checked_forms(forms)
     if n == 0:
         return [], []
-    dates = random_dates(n, generator)
-    form_ids = torch.randint(0, len(forms), (n,), generator=generator).tolist()
-    short = (torch.rand(n, generator=generator) < 0.5).tolist()
-    case_ids = torch.multinomial(
-        torch.tensor(CASE_PROBABILITIES),
-        n,
-        replacement=True,
-        generator=generator,
-    ).tolist()
+    dates, form_ids, short, case_ids = _draw_layouts(n, generator, forms)
     sources = [
         format_date(
             date, forms[f], short_month=s, case=CASES[c], generator=generator
@@ -228,6 +242,31 @@ def random_date_pairs(n: int, generator: torch.Generator, forms=FORMS):
         for date, f, s, c in zip(dates, form_ids, short, case_ids)
     ]
     return sources, [iso(date) for date in dates]
+
+
+def random_date_targets(n: int, generator: torch.Generator, forms=FORMS):
+    """The ``targets`` of ``random_date_pairs(n, generator, forms)``, leaving
+    ``generator`` in the same state, about five times faster.
+
+    Only the sources in the ``"mixed"`` case are formatted, and only to
+    measure them: that case draws one number per character (upper or lower
+    case does not change an ASCII text's length), so its length moves the
+    generator; the other sources draw nothing more and are skipped. For
+    replaying a training stream's dates (e.g. to hold evaluation days out of
+    it).
+    """
+    require_generator("generator", generator)
+    require_int("n", n, minimum=0)
+    forms = _checked_forms(forms)
+    if n == 0:
+        return []
+    dates, form_ids, short, case_ids = _draw_layouts(n, generator, forms)
+    mixed = CASES.index("mixed")
+    for date, f, s, c in zip(dates, form_ids, short, case_ids):
+        if c == mixed:  # what _apply_case draws: one number per character
+            text = format_date(date, forms[f], short_month=s)
+            torch.rand(len(text), generator=generator)
+    return [iso(date) for date in dates]
 
 
 class CharVocabulary:

@@ -44,18 +44,33 @@ EVAL_DATES = 2000
 EVAL_SEED = 4242
 
 
-def held_out_date_pairs(size: int = EVAL_DATES, seed: int = EVAL_SEED):
+def held_out_date_pairs(
+    size: int = EVAL_DATES,
+    seed: int = EVAL_SEED,
+    transformer_seed: int | None = None,
+    rnn_seed: int | None = None,
+):
     """(sources, targets): ``size`` random dates in random forms drawn with
     ``seed``, on days (ISO dates) that occur in no training batch of the
     date Transformer (``TRAINING_RECIPE``) or of chapter 5's recurrent
     translator (``attnbook.train.date_translator.RECIPE``): evaluation data
-    disjoint from the training data of both models compared in chapter 10."""
+    disjoint from the training data of both models compared in chapter 10.
+
+    ``transformer_seed`` and ``rnn_seed`` (default: the recipes' seeds, the
+    shipped models) replay the training streams of those seeds of the same
+    recipes instead: the held-out dates of another pair of training runs."""
     from .date_translator import RECIPE as RNN_RECIPE
 
+    runs = (
+        (TRAINING_RECIPE, transformer_seed),
+        (RNN_RECIPE, rnn_seed),
+    )
     seen = set()
-    for recipe in (TRAINING_RECIPE, RNN_RECIPE):
+    for recipe, run_seed in runs:
         seen |= training_targets(
-            recipe["seed"], recipe["steps"], recipe["batch_size"]
+            recipe["seed"] if run_seed is None else run_seed,
+            recipe["steps"],
+            recipe["batch_size"],
         )
     return unseen_dates(size, seed, seen)
 

@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 
 from .._checks import require_int, require_saved, require_translator
-from .._random import seeded_generator
+from .._random import keep_global_rng, seeded_generator
 from ..measure.parameters import count_parameters
 from ..nn.seq2seq import Seq2Seq, train_seq2seq
 from ..tasks.date_translator import (
@@ -86,6 +86,39 @@ def date_accuracy(
     return 1 - len(wrong) / size, wrong
 
 
+def train_date_translator(recipe=RECIPE, log_every: int = 0) -> Seq2Seq:
+    """Train a fresh date translator with ``recipe`` (``RECIPE`` by default;
+    another seed gives another run of the same recipe); returns the model in
+    eval mode.
+
+    The initial weights come from torch's global generator seeded
+    ``recipe["seed"]`` (the global random state is restored afterwards), the
+    batches from ``date_batch(recipe["batch_size"], g)`` with ``g`` seeded
+    the same; training runs on one thread. With ``RECIPE`` this gives the
+    shipped weights bit for bit on one machine.
+    """
+    require_saved("recipe", recipe, "steps", "batch_size", "lr", "seed")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with keep_global_rng():
+            torch.manual_seed(recipe["seed"])
+            model = Seq2Seq(**translator_config(recipe))
+            if log_every:
+                print(f"{count_parameters(model):,} parameters", flush=True)
+            train_seq2seq(
+                model,
+                lambda g: date_batch(recipe["batch_size"], g),
+                recipe["steps"],
+                recipe["lr"],
+                recipe["seed"],
+                log_every=log_every,
+            )
+    finally:
+        torch.set_num_threads(threads)
+    return model.eval()
+
+
 def serialise(model: Seq2Seq, recipe: dict) -> bytes:
     if not isinstance(model, Seq2Seq):
         raise TypeError(f"model must be a Seq2Seq, got {type(model).__name__}")
@@ -134,17 +167,7 @@ def main(argv=None) -> None:
     recipe = dict(RECIPE)
     print("recipe:", recipe, flush=True)
     wall, cpu = time.perf_counter(), time.process_time()
-    torch.manual_seed(recipe["seed"])
-    model = Seq2Seq(**translator_config(recipe))
-    print(f"{count_parameters(model):,} parameters", flush=True)
-    train_seq2seq(
-        model,
-        lambda g: date_batch(recipe["batch_size"], g),
-        recipe["steps"],
-        recipe["lr"],
-        recipe["seed"],
-        log_every=100,
-    )
+    model = train_date_translator(recipe, log_every=100)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     print(
         f"training: wall {wall:.1f} s, CPU {cpu:.1f} s, "
