@@ -627,3 +627,11 @@ def test_source_002_module_never_applies_its_dropout_and_slices_by_the_first_axi
     )  # (batch, seq, dim): slices the encoding by the batch size
     out = layer(batch_first)
     assert torch.equal(out[1], source_002_encoding(2, 8)[1].expand(5, 8))
+
+
+@pytest.mark.parametrize("seq_dim", [1.0, True, 5, 10**400, None])
+def test_check_sequence_names_a_seq_dim_that_is_no_axis(seq_dim):
+    from attnbook.core.positional import check_sequence
+
+    with pytest.raises(ValueError, match="seq_dim must be an axis of x"):
+        check_sequence(torch.randn(2, 5, 8), 8, 16, seq_dim)

@@ -98,6 +98,23 @@ OUT_DIR = ROOT / "_build" / "probe"
 # ---------------------------------------------------------------------------
 
 SKIP = {
+    # helpers made public so that no module imports another's private
+    # names (issue 37); each is reached through a checked public caller
+    "attnbook.core.long_context.ntk_by_parts": (
+        "the formula rope_frequencies(scaling='yarn') applies after its "
+        "checks (chapter 15 prints it)"
+    ),
+    "attnbook.experiments.hard_training.training_loop": (
+        "train_selector's loop, after its checks (chapter 3 prints it)"
+    ),
+    "attnbook.nn.encoder.blocks_weights": (
+        "size arithmetic on checked ints, via require_weights_fit"
+    ),
+    "attnbook.nn.encoder.check_torch_layer": "via load_torch_weights",
+    "attnbook.display.diagrams.box": "a drawing primitive of the diagrams",
+    "attnbook.display.diagrams.arrow": "a drawing primitive of the diagrams",
+    "attnbook.display.diagrams.stage_box": "a drawing primitive",
+    "attnbook.display.diagrams.up_arrow": "a drawing primitive",
     # chapter 12's script's report: scores the shipped model on all
     # held-out text (about a minute); probed through bits_per_char
     "attnbook.train.language_model.report": "minutes per call",
@@ -2091,6 +2108,25 @@ fn(
         1
     ][0],
     num_keys=64,
+)
+
+
+# issue 37: the argument checks that became public names
+fn("core.positional.check_sequence", x=lambda: R(2, 5, 8), dim=8, max_len=16)
+fn("display.attention_steps.require_weights", weights=[0.25, 0.75])
+fn(
+    "experiments.hard_training.check_selection",
+    items=lambda: R(3, 4, 2),
+    target=lambda: torch.tensor([0, 1, 3]),
+)
+fn("measure.timing.require_count", name="repeats", value=3)
+fn(
+    "nn.multihead.require_multihead_mask",
+    mask=lambda: torch.ones(5, 6, dtype=torch.bool),
+    batch=(2,),
+    num_heads=4,
+    n_q=5,
+    n_k=6,
 )
 
 

@@ -103,6 +103,13 @@ def check_sequence(x, dim: int, max_len: int, seq_dim: int = -2) -> None:
     require_float("x", x)
     if x.dim() < 2:
         raise ValueError(f"x needs shape (..., n, dim), got {tuple(x.shape)}")
+    require_int("dim", dim)
+    require_int("max_len", max_len, minimum=0)
+    axis = isinstance(seq_dim, int) and not isinstance(seq_dim, bool)
+    if not axis or seq_dim not in range(-x.dim(), x.dim()):
+        raise ValueError(
+            f"seq_dim must be an axis of x ({x.dim()}-D), got {seq_dim!r:.24}"
+        )
     require_same_size("feature size", "x", x.shape[-1], "dim", dim)
     if x.shape[seq_dim] > max_len:
         raise ValueError(
