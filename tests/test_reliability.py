@@ -1021,3 +1021,20 @@ def test_live_explorer_shows_any_error_as_a_message():
     assert output.outputs[0]["data"]["text/plain"].startswith(
         "<Figure size 400x80"
     )  # the message figure (5 x 1 in)
+
+
+@pytest.mark.parametrize(
+    "limit, message",
+    [
+        (0, "limit_bytes must be a positive int, got 0"),
+        (True, "limit_bytes must be a positive int, got True"),
+        (2**63, r"limit_bytes = 9223372036854775808 is too large \(at most"),
+    ],
+)
+def test_a_bad_memory_limit_is_refused_as_require_int_refuses_it(
+    limit, message
+):
+    before = attnbook.matrix_memory_limit()
+    with pytest.raises(ValueError, match=message):
+        attnbook.set_matrix_memory_limit(limit)
+    assert attnbook.matrix_memory_limit() == before

@@ -21,14 +21,20 @@ def set_matrix_memory_limit(limit_bytes: int) -> int:
     ``ValueError`` naming the size, instead of letting the allocator fail (or
     the machine swap). Default 4 GiB.
     """
+    # require_int's two checks and messages, written out: _checks imports
+    # this module, so this module cannot import _checks
     if (
         isinstance(limit_bytes, bool)
         or not isinstance(limit_bytes, int)
-        or not 1 <= limit_bytes <= 2**62
+        or limit_bytes < 1
     ):
         raise ValueError(
-            "limit_bytes must be a positive int (at most 2**62), got "
-            f"{limit_bytes!r:.40}"
+            f"limit_bytes must be a positive int, got {limit_bytes!r:.40}"
+        )
+    if limit_bytes > 2**62:  # no tensor has that many bytes
+        raise ValueError(
+            f"limit_bytes = {str(limit_bytes):.24} is too large (at most "
+            "2**62)"
         )
     previous, _MATRIX_LIMIT["bytes"] = _MATRIX_LIMIT["bytes"], limit_bytes
     return previous
