@@ -2754,6 +2754,11 @@ fn(
     pairs=LB_PAIRS,
 )
 fn("train.date_transformer.held_out_date_pairs", size=4)
+fn(
+    "train.date_transformer.translations",
+    translator=lambda: shipped("date_transformer"),
+    sources=["3/5/1999", "May 3, 1999"],
+)
 fn("train.hull_pointer.evaluate", model=HULL)
 fn("train.induction.report", two_layer=INDUCTION_AOT, one_layer=INDUCTION_AOT)
 # seed 0: the shipped model (any other seed trains one for minutes)

@@ -42,6 +42,7 @@ from .date_transformer import (
     TRAINING_RECIPE,
     held_out_date_pairs,
     train_date_transformer,
+    translations,
 )
 from .date_translator import RECIPE as RNN_RECIPE
 from .date_translator import train_date_translator
@@ -83,9 +84,7 @@ def score(translator, dates) -> dict:
             "dates must be two lists of strings of one length (sources, "
             f"targets), got {str(dates):.40}"
         )
-    outputs = []
-    for start in range(0, len(sources), 500):
-        outputs += translator.translate(sources[start : start + 500])
+    outputs = translations(translator, sources)
     misses = [
         [i, s, o, t]
         for i, (s, o, t) in enumerate(zip(sources, outputs, targets))

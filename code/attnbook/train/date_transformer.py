@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from .._checks import require_training
+from .._checks import require_training, require_translator
 from .._random import seeded_generator
 from .._weights import training_arguments, weights_digest
 from ..experiments.luong_bahdanau import training_targets, unseen_dates
@@ -79,10 +79,21 @@ def held_out_accuracy(translator, pairs) -> float:
     """Exact-match accuracy of ``translator.translate`` (greedy) on the
     (sources, targets) ``pairs``, 500 inputs at a time."""
     sources, targets = pairs
+    outputs = translations(translator, sources)
+    return sum(o == t for o, t in zip(outputs, targets)) / len(targets)
+
+
+def translations(translator, sources: list) -> list:
+    """``translator.translate(sources)`` (greedy), 500 inputs at a time."""
+    require_translator(translator)
+    if not isinstance(sources, list):
+        raise TypeError(
+            f"sources must be a list of str, got {type(sources).__name__}"
+        )
     outputs = []
     for start in range(0, len(sources), 500):
         outputs += translator.translate(sources[start : start + 500])
-    return sum(o == t for o, t in zip(outputs, targets)) / len(targets)
+    return outputs
 
 
 def train_date_transformer(
