@@ -1,7 +1,7 @@
 """JupyterLab as `make lab` starts it on book/ (`jupyter lab
 --config=lab/jupyter_lab_config.py`).
 
-tests/test_lab.py starts Lab with this same file, so what it checks is what a
+tests/book/test_lab.py starts Lab with this same file, so what it checks is what a
 reader gets.
 """
 

@@ -10,7 +10,7 @@ writes the notebook as nbconvert does). Running it again changes nothing.
     python tests/tools/collapse_solutions.py --check book/*.ipynb   # exit 1 if any is missing
 
 `make notebooks` (nbconvert --execute --inplace) keeps cell metadata, so it survives a re-run.
-tests/test_solutions_collapsed.py checks every chapter.
+tests/book/test_solutions_collapsed.py checks every chapter.
 """
 
 import argparse

@@ -5,7 +5,7 @@ as the bare key with a "Citation Not Found" sign. The book's extension
 (lab/labextensions/attnbook-lab) replaces it with the text the HTML book shows,
 "(Vaswani et al., 2017)" or "Vaswani et al. (2017)", from a table of every
 entry of references.bib that this script writes between two marker lines of
-the extension. tests/test_citations.py checks that the table is up to date.
+the extension. tests/book/test_citations.py checks that the table is up to date.
 
     python tests/tools/lab_citations.py          # rewrite the table
     python tests/tools/lab_citations.py --check  # exit 1 if out of date

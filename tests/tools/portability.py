@@ -29,7 +29,7 @@ PYTEST_ARGS = [
     "tests",
     "-m",
     "not browser and not lab",
-    "--ignore=tests/test_pdf.py",
+    "--ignore=tests/book/test_pdf.py",
     "-q",
     "-p",
     "no:randomly",

@@ -14,7 +14,7 @@
    (bookmarks) built from the headings: chapters at the top level, then sections.
    Any request to another host fails the run. Before printing, the page is laid out at the
    A4 text width to record every code block wider than it (cut at the margin on paper):
-   ``wide_code`` in print.json, which tests/test_pdf.py checks.
+   ``wide_code`` in print.json, which tests/book/test_pdf.py checks.
 
 Usage: python tests/tools/print_pdf.py [--out _build/pdf/attention-from-scratch.pdf]
 """

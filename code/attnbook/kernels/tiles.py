@@ -8,7 +8,7 @@ keep-mask the way FlexAttention's block mask does: a tile with no kept
 entry is skipped, a tile whose entries are all kept (its keys all inside
 the matrix; rows past the last query are computed and dropped, so they
 count as kept) needs no mask, any other tile is masked. For the causal mask the
-two agree (tests/test_kernel_tiles.py).
+two agree (tests/kernels/test_tiles.py).
 """
 
 import torch

@@ -26,7 +26,7 @@ from attnbook.display.figures import (
     smallest_text_px,
 )  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = Path(os.environ.get("ATTNBOOK_NOTEBOOKS", ROOT / "book"))
 
 

@@ -1,6 +1,6 @@
-"""Chapter 3's training methods beyond test_attention.py: the selector's
-scores, REINFORCE from a log_softmax, straight-through Gumbel-softmax, and
-the shipped sweep (attnbook.train.hard_selectors)."""
+"""Chapter 3's training methods beyond tests/core/test_attention.py: the
+selector's scores, REINFORCE from a log_softmax, straight-through
+Gumbel-softmax, and the shipped sweep (attnbook.train.hard_selectors)."""
 
 import math
 

@@ -3,7 +3,7 @@
 Following the controls' indices down the nested Stacks must reach the frame drawn for
 those values; every Stack must be linked to the control of its level (a missing link is a
 control that moves nothing in the browser); a frame must equal a full draw of the same
-figure at twice the size it is shown. The browser side is tests/test_browser_explorers.py.
+figure at twice the size it is shown. The browser side is tests/book/test_browser_explorers.py.
 """
 
 import io

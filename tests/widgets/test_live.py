@@ -18,7 +18,7 @@ matplotlib.use("Agg")
 import pytest  # noqa: E402
 from _pixels import differing_pixels, pixels  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 import bench_widgets  # noqa: E402  (finds the explorers and their moves, as the benchmark does)
 

@@ -4,7 +4,8 @@ second Lab server, so that `make test`'s parallel workers can share the
 suite's longest test. test_lab.py's docstring describes the checks."""
 
 import pytest
-from test_lab import (  # noqa: F401 (lab: the fixture, one server per file)
+
+from book.test_lab import (  # noqa: F401 (lab: the fixture, one server per file)
     CHAPTERS,
     FIRST_HALF,
     lab,

@@ -14,7 +14,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = Path(os.environ.get("ATTNBOOK_NOTEBOOKS", ROOT / "book"))
 CHAPTERS = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 FIX = "python tests/tools/collapse_solutions.py book/*.ipynb"

@@ -1,0 +1,3 @@
+"""The built book: HTML in headless Chromium, JupyterLab, the PDF, and the back
+matter.
+"""

@@ -1,0 +1,3 @@
+"""Contracts across many functions: random state, callers' inputs, clean
+errors.
+"""

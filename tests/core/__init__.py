@@ -1,0 +1,3 @@
+"""Tests of attnbook.core: attention, masks, scores, positions, chunked and
+linear attention.
+"""

@@ -1,0 +1,3 @@
+"""Tests of attnbook.display: the figures, diagrams and listings the chapters
+draw.
+"""

@@ -1,0 +1,3 @@
+"""Tests of attnbook.experiments: each chapter experiment and its pinned
+results.
+"""

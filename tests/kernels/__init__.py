@@ -1,0 +1,1 @@
+"""Tests of attnbook.kernels: the Triton kernels against attention."""

@@ -1,0 +1,3 @@
+"""Tests of attnbook.measure: timing, memory, cache sizes, comparisons and head
+scores.
+"""

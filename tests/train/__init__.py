@@ -1,0 +1,1 @@
+"""Tests of attnbook.train: the training scripts and the results they ship."""

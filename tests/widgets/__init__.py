@@ -1,0 +1,1 @@
+"""Tests of attnbook.widgets: the explorers, their views, figures and builders."""
