@@ -744,3 +744,21 @@ def test_a_score_of_another_dtype_is_returned_in_the_inputs_dtype():
     assert output.dtype == weights.dtype == torch.float32
     expected, _ = attention(queries, keys, values, dot_score)
     assert torch.allclose(output, expected, atol=1e-6)
+
+
+def _randn(*shape, seed=0, dtype=torch.float32):
+    return torch.randn(
+        *shape, generator=torch.Generator().manual_seed(seed), dtype=dtype
+    )
+
+
+@pytest.mark.parametrize("mode", ["argmax", "sample"])
+def test_hard_attention_refuses_nan_scores(mode):
+    with pytest.raises(ValueError, match="NaN"):
+        hard_attention(
+            torch.tensor([[float("nan"), 0.0]]),
+            _randn(3, 2),
+            _randn(3, 1),
+            mode=mode,
+            generator=torch.Generator().manual_seed(0),
+        )

@@ -634,3 +634,33 @@ def test_online_softmax_through_autograd_keeps_every_block_of_weights():
     assert (
         sum(blocks) == 4 * n * n
     )  # the n / c blocks add up to the whole weight matrix
+
+
+def _randn(*shape, seed=0, dtype=torch.float32):
+    return torch.randn(
+        *shape, generator=torch.Generator().manual_seed(seed), dtype=dtype
+    )
+
+
+def test_streaming_float16_past_65504_keys():
+    n_k = 70_000
+    q, k, v = (
+        torch.zeros(1, 8, dtype=torch.float16),
+        torch.zeros(n_k, 8, dtype=torch.float16),
+        torch.ones(n_k, 1, dtype=torch.float16),
+    )
+    out = chunked_attention(q, k, v, chunk_size=8192)
+    assert out.dtype == torch.float16 and out.item() == 1.0
+
+
+def test_bfloat16_chunked_error_matches_plain_attention():
+    q, k, v = (_randn(64, 32, seed=s) for s in range(3))
+    exact = attention(q.double(), k.double(), v.double())[0]
+    qb, kb, vb = (t.to(torch.bfloat16) for t in (q, k, v))
+    plain = (attention(qb, kb, vb)[0].double() - exact).abs().max()
+    chunked = (
+        (chunked_attention(qb, kb, vb, chunk_size=8).double() - exact)
+        .abs()
+        .max()
+    )
+    assert chunked <= 1.5 * plain + 1e-3

@@ -94,3 +94,37 @@ def test_bad_inputs():
         nadaraya_watson(x[:, None], x, torch.zeros(4))
     with pytest.raises(TypeError, match="floating-point"):
         nadaraya_watson(torch.arange(4), x, torch.zeros(4))
+
+
+@pytest.mark.parametrize("bandwidth", [1e-25, 1e-30, 1e-45, 1e-200])
+def test_nadaraya_watson_tiny_bandwidth_is_nearest_neighbour(bandwidth):
+    predictions, weights = nadaraya_watson(
+        torch.tensor([0.0, 1.0, 2.9]),
+        torch.tensor([0.0, 1.0, 2.0, 3.0]),
+        torch.tensor([1.0, 2.0, 3.0, 4.0]),
+        bandwidth=bandwidth,
+    )
+    assert torch.equal(predictions, torch.tensor([1.0, 2.0, 4.0]))
+    assert torch.equal(weights.sum(dim=1), torch.ones(3))
+
+
+@pytest.mark.parametrize(
+    "query, nearest",
+    [(1e19, 3.0), (1e20, 3.0), (3e38, 3.0), (-1e25, 1.0), (-3e38, 1.0)],
+)
+def test_nadaraya_watson_far_query_gets_the_nearest_key(query, nearest):
+    predictions, _ = nadaraya_watson(
+        torch.tensor([query]),
+        torch.tensor([0.0, 1.0, 2.0]),
+        torch.tensor([1.0, 2.0, 3.0]),
+    )
+    assert predictions.item() == nearest
+
+
+def test_nadaraya_watson_nan_query_stays_nan():
+    predictions, _ = nadaraya_watson(
+        torch.tensor([float("nan"), 1.0]),
+        torch.tensor([0.0, 1.0]),
+        torch.tensor([1.0, 2.0]),
+    )
+    assert torch.isnan(predictions[0]) and torch.isfinite(predictions[1])

@@ -210,3 +210,36 @@ def test_inplace_refuses_an_expanded_view_before_writing():
     buffer = torch.randn(4, 3).t()
     expected = torch.softmax(buffer, dim=-1)
     assert torch.allclose(masked_softmax(buffer, inplace=True), expected)
+
+
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+)
+def test_masked_softmax_limits(dtype):
+    inf = float("inf")
+    rows = torch.tensor(
+        [
+            [0.0, inf, 1.0],
+            [inf, inf, 1.0],
+            [-inf, -inf, -inf],
+            [-inf, 0.0, 0.0],
+        ],
+        dtype=dtype,
+    )
+    expected = torch.tensor(
+        [[0, 1, 0], [0.5, 0.5, 0], [0, 0, 0], [0, 0.5, 0.5]], dtype=dtype
+    )
+    assert torch.equal(masked_softmax(rows), expected)
+    with torch.no_grad():
+        copy = rows.clone()
+        assert torch.equal(masked_softmax(copy, inplace=True), expected)
+
+
+def test_masked_softmax_keeps_a_kept_nan_visible():
+    weights = masked_softmax(torch.tensor([[0.0, float("nan"), 1.0]]))
+    assert torch.isnan(weights).all()
+    masked = masked_softmax(
+        torch.tensor([[0.0, float("nan"), 0.0]]),
+        torch.tensor([[True, False, True]]),
+    )
+    assert torch.equal(masked, torch.tensor([[0.5, 0.0, 0.5]]))

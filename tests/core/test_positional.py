@@ -635,3 +635,9 @@ def test_check_sequence_names_a_seq_dim_that_is_no_axis(seq_dim):
 
     with pytest.raises(ValueError, match="seq_dim must be an axis of x"):
         check_sequence(torch.randn(2, 5, 8), 8, 16, seq_dim)
+
+
+@pytest.mark.parametrize("delta", [float("nan"), float("inf"), float("-inf")])
+def test_position_shift_matrix_rejects_non_finite_delta(delta):
+    with pytest.raises(ValueError, match="delta must be a finite number"):
+        position_shift_matrix(delta, 4)

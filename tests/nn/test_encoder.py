@@ -405,3 +405,13 @@ def test_erratum_scaling_by_hidden_size_does_not_match_torch():
     wrong = torch.softmax(q @ k.transpose(-2, -1) / 8**0.5, dim=-1)
     torch.testing.assert_close(right, torch_weights)
     assert not torch.allclose(wrong, torch_weights, atol=1e-3)
+
+
+@pytest.mark.parametrize(
+    "dtype", [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64]
+)
+def test_encoder_accepts_every_integer_token_dtype(dtype):
+    torch.manual_seed(0)
+    encoder = TransformerEncoder(10, 8, 2, 16, 1, max_len=16).eval()
+    tokens = torch.tensor([[1, 2, 3, 9]])
+    assert torch.equal(encoder(tokens.to(dtype)), encoder(tokens))

@@ -13,7 +13,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
-from attnbook import MultiHeadAttention, merge_heads, split_heads
+from attnbook import (
+    MultiHeadAttention,
+    TransformerEncoderBlock,
+    attention,
+    lengths_to_mask,
+    merge_heads,
+    split_heads,
+)
 
 matplotlib.use("Agg")
 
@@ -801,3 +808,88 @@ def test_grouped_module_takes_unbatched_inputs_as_torch_does():
     single, single_weights = grouped(x[1], x[1], x[1], mask=keep)
     assert (single - batched[1]).abs().max() < 1e-12
     assert (single_weights - weights[1]).abs().max() < 1e-12
+
+
+def _randn(*shape, seed=0, dtype=torch.float32):
+    return torch.randn(
+        *shape, generator=torch.Generator().manual_seed(seed), dtype=dtype
+    )
+
+
+B, H, N, E = 2, 2, 4, 8
+
+
+_KEEP = lengths_to_mask(torch.tensor([4, 2]), N)
+
+
+GOOD_MASKS = {
+    "(B, 1, 1, n)": _KEEP[:, None, None, :],
+    "(n, n)": torch.ones(N, N, dtype=torch.bool).tril(),
+    "(1, 1, n, n)": torch.ones(1, 1, N, N, dtype=torch.bool),
+    "(B, h, n, n)": torch.ones(B, H, N, N, dtype=torch.bool),
+    "(B, 1, n, n)": torch.ones(B, 1, N, N, dtype=torch.bool),
+    "(1, h, 1, n)": torch.ones(1, H, 1, N, dtype=torch.bool),
+}
+
+
+BAD_MASKS = {
+    "(B, 1, n)": _KEEP[:, None, :],
+    "(B, n)": _KEEP,
+    "(n,)": _KEEP[0],
+    "(1, n)": _KEEP[:1],
+    "(h, n, n)": torch.ones(H, N, N, dtype=torch.bool),
+    "(B, 1, 1, 1)": torch.ones(B, 1, 1, 1, dtype=torch.bool),
+    "5-d": torch.ones(1, B, 1, 1, N, dtype=torch.bool),
+    "0-d": torch.tensor(True),
+    "(B, 3, 1, n)": torch.ones(B, 3, 1, N, dtype=torch.bool),
+    "(n, 1)": torch.ones(N, 1, dtype=torch.bool),
+}
+
+
+def _multihead_callers():
+    torch.manual_seed(0)
+    mha, block = MultiHeadAttention(E, H), TransformerEncoderBlock(E, H, 16)
+    return {
+        "MultiHeadAttention": lambda x, m: mha(x, x, x, mask=m)[0],
+        "TransformerEncoderBlock": lambda x, m: block(x, m),
+    }
+
+
+@pytest.mark.parametrize(
+    "caller", ["MultiHeadAttention", "TransformerEncoderBlock"]
+)
+@pytest.mark.parametrize("shape", list(BAD_MASKS))
+def test_masks_that_could_be_misread_are_refused(caller, shape):
+    call = _multihead_callers()[caller]
+    with pytest.raises(ValueError, match=r"\(n_q, n_k\)|\(n, n\)"):
+        call(_randn(B, N, E), BAD_MASKS[shape])
+
+
+@pytest.mark.parametrize(
+    "caller", ["MultiHeadAttention", "TransformerEncoderBlock"]
+)
+@pytest.mark.parametrize("shape", list(GOOD_MASKS))
+def test_unambiguous_masks_are_accepted(caller, shape):
+    call = _multihead_callers()[caller]
+    call(_randn(B, N, E), GOOD_MASKS[shape])
+
+
+def test_padding_of_sequence_j_never_lands_on_head_j():
+    """B equals the number of heads: the (B, 1, n) mask would be accepted and misapplied; now it is refused."""
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(E, H)
+    x = _randn(B, N, E)
+    _, weights = mha(x, x, x, mask=_KEEP[:, None, None, :])
+    assert (weights[1, :, :, 2:] == 0).all() and (weights[0] > 0).all()
+    with pytest.raises(ValueError, match="keep\\[:, None, None, :\\]"):
+        mha(x, x, x, mask=_KEEP[:, None, :])
+
+
+def test_single_head_functions_still_broadcast():
+    out, weights = attention(
+        _randn(B, 3, 4),
+        _randn(B, N, 4),
+        _randn(B, N, 2),
+        mask=_KEEP[:, None, :],
+    )
+    assert (weights[1, :, 2:] == 0).all()

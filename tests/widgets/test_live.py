@@ -176,3 +176,38 @@ def test_input_the_code_rejects_shows_its_message_and_the_next_move_recovers(
         differing_fraction(output.outputs[0], box.live_figure.full_output())
         == 0.0
     )
+
+
+def test_live_explorer_shows_any_error_as_a_message():
+    import ipywidgets as widgets
+    import matplotlib.pyplot as plt
+
+    from attnbook.widgets._explorer import live_explorer
+
+    def view(x):
+        if x == 2:
+            raise RuntimeError("deep torch error")
+        if x == 3:
+            raise ValueError("x must not be 3")
+        return x
+
+    def plot(v):
+        fig, ax = plt.subplots(figsize=(2, 1))
+        ax.plot([0, 1], [0, v])
+        return fig
+
+    def update(fig, v):
+        line = fig.axes[0].lines[0]
+        line.set_ydata([0, v])
+        return [line]
+
+    slider = widgets.IntSlider(value=1, min=0, max=5)
+    box = live_explorer({"x": slider}, view, plot, update)
+    output = box.children[1]
+    for value in (2, 3, 1):
+        slider.value = value  # raises nothing
+        assert output.outputs[0]["data"]["image/png"]
+    slider.value = 2
+    assert output.outputs[0]["data"]["text/plain"].startswith(
+        "<Figure size 400x80"
+    )  # the message figure (5 x 1 in)

@@ -1,0 +1,84 @@
+"""attnbook.tasks.sorting: the sorting task's batches, accuracy and the
+shipped sorter's weight file (pinned, checked when loaded)."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+import attnbook
+from attnbook import _weights
+from attnbook.tasks import sorting as pointer
+
+
+@pytest.fixture
+def shipped_copy(tmp_path, monkeypatch):
+    """A copy of attnbook/data that the loader reads instead of the installed one."""
+    data = tmp_path / "data"
+    shutil.copytree(Path(attnbook.__file__).parent / "data", data)
+
+    class Files:
+        @staticmethod
+        def files(_package):
+            return tmp_path
+
+    monkeypatch.setattr(_weights, "resources", Files)
+    return data / pointer.PRETRAINED_FILE
+
+
+def test_pinned_sorter_loads(shipped_copy):
+    model = attnbook.pretrained_sorter()
+    assert model.decode(torch.tensor([[0.2, 0.9, 0.5]])).tolist() == [
+        [1, 2, 0]
+    ]
+
+
+@pytest.mark.parametrize("damage", ["flip a byte", "truncate", "append"])
+def test_damaged_weights_are_refused(shipped_copy, damage):
+    data = bytearray(shipped_copy.read_bytes())
+    if damage == "flip a byte":
+        data[len(data) // 2] ^= 0x01
+    elif damage == "truncate":
+        data = data[: len(data) // 2]
+    else:
+        data += b"\0"
+    shipped_copy.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="SHA-256.*pins"):
+        attnbook.pretrained_sorter()
+
+
+def test_missing_weights_are_named(shipped_copy):
+    shipped_copy.unlink()
+    with pytest.raises(
+        FileNotFoundError, match="pointer_sorter.pt is missing"
+    ):
+        attnbook.pretrained_sorter()
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage"])
+def test_load_sorter_names_an_unreadable_file(tmp_path, damage):
+    path = tmp_path / "sorter.pt"
+    shipped = (
+        Path(attnbook.__file__).parent / "data" / pointer.PRETRAINED_FILE
+    ).read_bytes()
+    path.write_bytes(
+        shipped[: len(shipped) // 3]
+        if damage == "truncate"
+        else b"not a weight file"
+    )
+    with pytest.raises(
+        ValueError, match="could not be read as a saved sorter"
+    ):
+        pointer.load_sorter(path)
+    with pytest.raises(FileNotFoundError):
+        pointer.load_sorter(tmp_path / "missing.pt")
+
+
+def test_the_pin_is_a_constant_of_the_code():
+    assert len(pointer.POINTER_SORTER_SHA256) == 64
+    assert pointer.POINTER_SORTER_SHA256 == _weights.sha256_of(
+        (
+            Path(attnbook.__file__).parent / "data" / pointer.PRETRAINED_FILE
+        ).read_bytes()
+    )
