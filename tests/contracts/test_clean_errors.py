@@ -3,6 +3,8 @@ across the package, before any work is done."""
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import attnbook
 from attnbook import (
@@ -23,6 +25,10 @@ from attnbook import (
     split_heads,
 )
 from attnbook.core.chunked import StreamingAttention
+from attnbook.experiments import norm_placement
+from attnbook.measure import timing
+from attnbook.nn import seq2seq
+from attnbook.tasks import card_lookup as lookup
 
 
 def _randn(*shape, seed=0, dtype=torch.float32):
@@ -140,3 +146,63 @@ def test_dropout_must_be_a_probability(build, dropout):
 def test_sizes_get_clear_errors(call, message):
     with pytest.raises((ValueError, TypeError), match=message):
         call()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.sampled_from(["float", "bool", "too big", "negative", "None", "1-d"]),
+    st.sampled_from(
+        ["seq2seq src", "seq2seq tgt_in", "card_colours", "ask_digit"]
+    ),
+)
+def test_every_embedding_input_names_bad_ids(kind, where):
+    src = torch.tensor([[3, 4, 5, 0], [6, 7, 0, 0]])
+    bad_of = {
+        "float": lambda t: t.float(),
+        "bool": lambda t: t.bool(),
+        "too big": lambda t: t + 50,
+        "negative": lambda t: t - 50,
+        "None": lambda t: None,
+        "1-d": lambda t: t[0],
+    }[kind]
+    if where.startswith("seq2seq"):
+        torch.manual_seed(0)
+        model = seq2seq.Seq2Seq(10, 10, 8, 8)
+        tgt = torch.tensor([[1, 3, 4], [1, 5, 6]])
+        args = [src, torch.tensor([3, 2]), tgt]
+        position = 0 if where == "seq2seq src" else 2
+        args[position] = bad_of(args[position])
+        call = lambda: model(*args)  # noqa: E731
+    else:
+        torch.manual_seed(0)
+        model = lookup.CardLookup(2)
+        batch = lookup.lookup_batch(2, 1, torch.Generator().manual_seed(0))
+        args = [
+            batch["card_colours"],
+            batch["card_digits"],
+            batch["ask_colour"],
+            batch["ask_digit"],
+        ]
+        position = 0 if where == "card_colours" else 3
+        args[position] = bad_of(args[position])
+        call = lambda: model(*args)  # noqa: E731
+    with pytest.raises((TypeError, ValueError)):
+        call()
+
+
+def test_labels_measure_and_diagram_arguments():
+    from attnbook.display.diagrams import draw_bahdanau_step
+
+    with pytest.raises(ValueError):
+        lookup.card_label(99, 1)
+    with pytest.raises(ValueError):
+        lookup.question_label(1, True)
+    with pytest.raises(ValueError):
+        timing.mean_call_time(lambda: None, 0)
+    with pytest.raises(ValueError):
+        timing.calls_per_sample(lambda: None, float("inf"))
+    for weights in [(float("nan"), 1.0), (True, False), (0.01,) * 100]:
+        with pytest.raises(ValueError):
+            draw_bahdanau_step(weights)
+    with pytest.raises(ValueError, match="key"):
+        norm_placement.summarize(norm_placement.load_comparison(), key="nope")

@@ -6,6 +6,7 @@ import torch
 
 pytest.importorskip("ipywidgets")
 
+from attnbook.tasks.date_transformer import pretrained_date_transformer
 from attnbook.widgets import (
     basics,
     chunked,
@@ -115,3 +116,21 @@ def test_views_refuse_a_model_of_another_kind():
             pointer_widget.pointer_view(
                 model=bad if bad is not None else object()
             )
+
+
+@pytest.fixture(scope="module")
+def date_transformer():
+    return pretrained_date_transformer()
+
+
+@pytest.mark.parametrize(
+    "text", ["", "1" * 200, "3 Mai 1999\u20ac", None, 3, ["3 May 1999"]]
+)
+def test_views_reject_bad_text(date_transformer, text):
+    from attnbook.widgets.decoder import decoder_view
+    from attnbook.widgets.seq2seq import seq2seq_view
+
+    with pytest.raises((ValueError, TypeError)):
+        seq2seq_view(text)
+    with pytest.raises((ValueError, TypeError)):
+        decoder_view(date_transformer, text)

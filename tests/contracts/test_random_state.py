@@ -1,9 +1,13 @@
 """The global random state: no library call moves it, a refused call
 restores it, and seeded builds give the same model in any thread."""
 
+import pytest
 import torch
 
 import attnbook
+from attnbook.nn import seq2seq
+from attnbook.nn.decoder import TransformerDecoderBlock
+from attnbook.tasks import card_lookup as lookup
 from attnbook.tasks import sorting as pointer
 
 
@@ -49,3 +53,16 @@ def test_seeded_training_still_gives_the_same_model():
         torch.equal(p, q)
         for p, q in zip(a.state_dict().values(), b.state_dict().values())
     )
+
+
+def test_refused_constructors_do_not_move_the_global_rng():
+    state = torch.random.get_rng_state()
+    for build in (
+        lambda: lookup.CardLookup(3),
+        lambda: lookup.CardLookup(2, 0),
+        lambda: TransformerDecoderBlock(8, 2, 0),
+        lambda: seq2seq.Seq2Seq(10, 10, 8, 8, attn_dim=0),
+    ):
+        with pytest.raises((ValueError, TypeError)):
+            build()
+    assert torch.equal(state, torch.random.get_rng_state())

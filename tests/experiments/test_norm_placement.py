@@ -7,6 +7,7 @@ import torch
 from torch import nn
 
 from attnbook import TransformerEncoderBlock
+from attnbook.experiments import norm_placement
 from attnbook.experiments.norm_placement import (
     PLACEMENTS,
     RESULTS_FILE,
@@ -328,3 +329,39 @@ def test_shipped_probes_are_pinned_complete_and_reproduced():
             assert first[key][step] == pytest.approx(
                 shipped[key][step], rel=1e-6
             )
+
+
+@pytest.mark.parametrize("placement", norm_placement.PLACEMENTS)
+def test_placement_classifier_and_training_leave_the_global_rng(placement):
+    torch.manual_seed(321)
+    state = torch.random.get_rng_state()
+    model = norm_placement.placement_classifier(placement, seed=5)
+    norm_placement.train_placement(
+        placement, 3e-3, warmup=1, steps=3, seed=1, eval_size=20, num_layers=1
+    )
+    assert torch.equal(state, torch.random.get_rng_state())
+    torch.manual_seed(
+        5
+    )  # what the function did before: the same initial weights
+    again = norm_placement._seeded_placement_classifier(placement, 5)
+    for a, b in zip(model.parameters(), again.parameters()):
+        assert torch.equal(a, b)
+
+
+def test_warmup_schedule_values_are_unchanged_and_never_divide_by_zero():
+    assert [norm_placement.warmup_schedule(s, 10, 2) for s in range(11)] == [
+        0.5,
+        1.0,
+    ] + [(10 - s) / 8 for s in range(2, 10)] + [0.0]
+    assert (
+        norm_placement.warmup_schedule(10, 10, 10) == 0.0
+    )  # used to divide by zero
+    for bad in [
+        (-1, 10, 2),
+        (1.5, 10, 2),
+        (0, 0, 0),
+        (0, 10, -1),
+        (0, 10, True),
+    ]:
+        with pytest.raises(ValueError):
+            norm_placement.warmup_schedule(*bad)

@@ -1,11 +1,17 @@
 """attnbook.nn.decoder: causal mask, decoder block and stack against PyTorch, teacher forcing,
 the key-value cache, greedy generation, and the trained date Transformer."""
 
+import math
+
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from torch import nn
 
 from attnbook import causal_mask
+from attnbook.core.masking import masked_softmax
+from attnbook.nn import decoder
 from attnbook.nn.decoder import (
     EncoderDecoderTransformer,
     TransformerDecoder,
@@ -526,3 +532,322 @@ def test_pretrained_translates_every_form_and_refuses_bad_input(pretrained):
             translator.translate(bad)
     with pytest.raises(TypeError):
         translator.translate("3 May 1999")
+
+
+def _block(seed=0, embed_dim=8, num_heads=2):
+    torch.manual_seed(seed)
+    return TransformerDecoderBlock(embed_dim, num_heads, 16).eval()
+
+
+def _steps(block, x, memory, memory_mask=None):
+    cache, kv = {}, block.memory_keys_values(memory)
+    return torch.cat(
+        [
+            block.step(x[:, t : t + 1], cache, kv, memory_mask)[0]
+            for t in range(x.shape[1])
+        ],
+        1,
+    )
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_cached_step_in_half_precision_does_not_overflow(dtype):
+    """Scores far past float16's 65,504: the step scores and normalises in float32, as attention does."""
+    big = _block()
+    with torch.no_grad():
+        big.self_attn.in_proj_weight.mul_(40)
+        big.cross_attn.in_proj_weight.mul_(40)
+    g = torch.Generator().manual_seed(1)
+    x, memory = (
+        30 * torch.randn(2, 3, 8, generator=g),
+        30 * torch.randn(2, 4, 8, generator=g),
+    )
+    reference = _steps(big, x, memory)
+    half = _block()
+    half.load_state_dict(big.state_dict())
+    half = half.to(dtype)
+    out = _steps(half, x.to(dtype), memory.to(dtype))
+    assert out.dtype == dtype
+    assert torch.isfinite(out.float()).all()
+    assert (
+        out.float() - reference
+    ).abs().max() < 0.5  # LayerNorm'd outputs of size ~1
+
+
+def test_cached_step_returns_weights_in_the_inputs_dtype():
+    block = _block().to(torch.float16)
+    x = torch.randn(2, 1, 8).half()
+    _, self_w, cross_w = block.step(
+        x, {}, block.memory_keys_values(torch.randn(2, 4, 8).half())
+    )
+    assert self_w.dtype == cross_w.dtype == torch.float16
+    assert torch.allclose(
+        cross_w.float().sum(-1), torch.ones(2, 2, 1), atol=1e-3
+    )
+
+
+def test_cached_step_float32_is_the_formula_written_out():
+    """Float32 keeps the exact arithmetic: q k^T / sqrt(d_k), softmax, @ V, W_O (bit for bit)."""
+    block = _block(3)
+    g = torch.Generator().manual_seed(2)
+    q, k, v = (torch.randn(2, 2, 1, 4, generator=g) for _ in range(3))
+    k, v = (
+        torch.randn(2, 2, 5, 4, generator=g),
+        torch.randn(2, 2, 5, 4, generator=g),
+    )
+    out, weights = decoder._attend(block.self_attn, q, k, v)
+    expected_w = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(4), dim=-1)
+    assert torch.equal(weights, expected_w)
+    assert torch.equal(
+        out,
+        block.self_attn.out_proj(
+            (expected_w @ v).transpose(1, 2).reshape(2, 1, 8)
+        ),
+    )
+
+
+def test_cached_step_garbage_under_the_memory_mask_reaches_nothing():
+    block = _block()
+    g = torch.Generator().manual_seed(4)
+    x, memory = (
+        torch.randn(2, 3, 8, generator=g),
+        torch.randn(2, 4, 8, generator=g),
+    )
+    keep = torch.tensor(
+        [[True, True, True, False], [True, True, False, False]]
+    )[:, None, None, :]
+    clean = _steps(block, x, memory, keep)
+    dirty = memory.clone()
+    dirty[0, 3] = float("nan")
+    dirty[1, 2:] = float("inf")
+    assert torch.allclose(_steps(block, x, dirty, keep), clean, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "dtype", [torch.float16, torch.bfloat16, torch.float64]
+)
+def test_step_and_memory_keys_values_name_a_dtype_mismatch(dtype):
+    block = _block()
+    kv = block.memory_keys_values(torch.randn(2, 4, 8))
+    with pytest.raises(TypeError, match="dtype"):
+        block.step(torch.randn(2, 1, 8).to(dtype), {}, kv)
+    with pytest.raises(TypeError, match="dtype"):
+        block.memory_keys_values(torch.randn(2, 4, 8).to(dtype))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda b, kv: b.step(
+            torch.randn(2, 2, 8), {}, kv
+        ),  # two positions at once: not a step
+        lambda b, kv: b.step(torch.randn(2, 8), {}, kv),
+        lambda b, kv: b.step(torch.randn(2, 1, 9), {}, kv),
+        lambda b, kv: b.step(torch.randn(2, 1, 8), None, kv),
+        lambda b, kv: b.step(torch.randn(2, 1, 8), {}, None),
+        lambda b, kv: b.step(
+            torch.randn(2, 1, 8),
+            {},
+            b.memory_keys_values(torch.randn(3, 4, 8)),
+        ),
+        lambda b, kv: b.memory_keys_values(torch.randn(4, 9)),
+        lambda b, kv: b.step(
+            torch.randn(2, 1, 8), {}, kv, torch.ones(2, 1, 4, dtype=torch.bool)
+        ),
+    ],
+)
+def test_step_refuses_bad_arguments_cleanly(call):
+    block = _block()
+    kv = block.memory_keys_values(torch.randn(2, 4, 8))
+    with pytest.raises((TypeError, ValueError)):
+        call(block, kv)
+
+
+_BAD_INTS = [True, False, 1.5, float("nan"), -1, 0, "3", None, float("inf")]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.sampled_from(
+        [
+            "src_vocab_size",
+            "tgt_vocab_size",
+            "embed_dim",
+            "num_heads",
+            "ffn_hidden",
+            "num_encoder_layers",
+            "num_decoder_layers",
+            "max_src_len",
+            "max_tgt_len",
+        ]
+    ),
+    st.sampled_from(_BAD_INTS),
+)
+def test_encoder_decoder_refuses_bad_sizes_before_drawing_weights(name, value):
+    sizes = dict(
+        src_vocab_size=10,
+        tgt_vocab_size=10,
+        embed_dim=8,
+        num_heads=2,
+        ffn_hidden=16,
+        num_encoder_layers=1,
+        num_decoder_layers=1,
+    )
+    state = torch.random.get_rng_state()
+    with pytest.raises((ValueError, TypeError)):
+        decoder.EncoderDecoderTransformer(**{**sizes, name: value})
+    assert torch.equal(state, torch.random.get_rng_state())
+
+
+@pytest.mark.parametrize(
+    "flag", ["use_cache", "stop_at_eos", "return_weights"]
+)
+@pytest.mark.parametrize("value", ["yes", None, 2])
+def test_generate_flags_must_be_bools(flag, value):
+    torch.manual_seed(0)
+    model = decoder.EncoderDecoderTransformer(10, 10, 8, 2, 16, 1, 1).eval()
+    with pytest.raises(ValueError, match=flag):
+        model.generate(torch.tensor([[3, 4, 5]]), None, 4, **{flag: value})
+
+
+def test_masked_softmax_of_the_step_matches_the_shared_rule():
+    """The step's weights follow masked_softmax: a fully masked memory row gives zero weights."""
+    block = _block()
+    memory = torch.randn(1, 3, 8)
+    keep = torch.zeros(1, 1, 1, 3, dtype=torch.bool)
+    _, _, cross = block.step(
+        torch.randn(1, 1, 8), {}, block.memory_keys_values(memory), keep
+    )
+    assert torch.equal(cross, torch.zeros_like(cross))
+    assert torch.equal(
+        masked_softmax(torch.zeros(1, 3), keep[0, 0]), torch.zeros(1, 3)
+    )
+    assert causal_mask(0).shape == (0, 0)
+
+
+def _step_setup():
+    torch.manual_seed(0)
+    block = decoder.TransformerDecoderBlock(8, 2, 16).eval()
+    memory_kv = block.memory_keys_values(torch.randn(2, 6, 8))
+    cache = {}
+    with torch.no_grad():
+        block.step(torch.randn(2, 1, 8), cache, memory_kv)
+    return block, memory_kv, cache
+
+
+@pytest.mark.parametrize(
+    "bad_call, error, words",
+    [
+        (
+            lambda b, kv, c: b.step(torch.randn(2, 2, 8), c, kv),
+            ValueError,
+            "new position only",
+        ),
+        (
+            lambda b, kv, c: b.step(
+                torch.randn(2, 1, 8),
+                c,
+                b.memory_keys_values(torch.randn(3, 6, 8)),
+            ),
+            ValueError,
+            "memory_keys_values",
+        ),
+        (
+            lambda b, kv, c: b.step(
+                torch.randn(2, 1, 8), c, kv, torch.ones(2, 6, dtype=torch.bool)
+            ),
+            ValueError,
+            "memory_mask",
+        ),
+    ],
+)
+def test_a_refused_step_leaves_the_cache_as_it_was(bad_call, error, words):
+    block, memory_kv, cache = _step_setup()
+    before = {name: tensor.clone() for name, tensor in cache.items()}
+    with torch.no_grad(), pytest.raises(error, match=words):
+        bad_call(block, memory_kv, cache)
+    assert set(cache) == set(before) and all(
+        torch.equal(cache[n], before[n]) for n in before
+    )
+    with (
+        torch.no_grad()
+    ):  # and the next good step sees exactly one cached position
+        _, self_weights, _ = block.step(torch.randn(2, 1, 8), cache, memory_kv)
+    assert self_weights.shape == (2, 2, 1, 2) and cache["keys"].shape == (
+        2,
+        2,
+        2,
+        4,
+    )
+
+
+@pytest.mark.parametrize(
+    "cache, words",
+    [
+        (
+            {
+                "keys": torch.randn(3, 2, 1, 4),
+                "values": torch.randn(3, 2, 1, 4),
+            },
+            r"\(2, 2, t, 4\)",
+        ),
+        (
+            {
+                "keys": torch.randn(2, 2, 1, 3),
+                "values": torch.randn(2, 2, 1, 3),
+            },
+            r"\(2, 2, t, 4\)",
+        ),
+        (
+            {
+                "keys": torch.randn(2, 2, 1, 4, dtype=torch.float64),
+                "values": torch.randn(2, 2, 1, 4),
+            },
+            "float64",
+        ),
+        ({"keys": torch.randn(2, 2, 1, 4)}, "exactly 'keys' and 'values'"),
+        (
+            {
+                "keys": torch.randn(2, 2, 1, 4),
+                "values": torch.randn(2, 2, 2, 4),
+            },
+            "1 keys but 2 values",
+        ),
+    ],
+)
+def test_a_cache_of_another_batch_or_model_gets_a_clear_error(cache, words):
+    block, memory_kv, _ = _step_setup()
+    with torch.no_grad(), pytest.raises(ValueError, match=words):
+        block.step(torch.randn(2, 1, 8), cache, memory_kv)
+    with pytest.raises(TypeError, match="cache must be a dict"):
+        block.step(torch.randn(2, 1, 8), [], memory_kv)
+
+
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_generate_refuses_more_steps_than_target_positions(use_cache):
+    import attnbook
+
+    torch.manual_seed(0)
+    model = attnbook.EncoderDecoderTransformer(
+        10, 9, embed_dim=8, num_heads=2, ffn_hidden=16, max_tgt_len=4
+    ).eval()
+    src = torch.randint(
+        3, 10, (2, 5), generator=torch.Generator().manual_seed(1)
+    )
+    with pytest.raises(
+        ValueError, match=r"max_len \(8\) must be at most max_tgt_len \(4\)"
+    ):
+        model.generate(src, max_len=8, use_cache=use_cache, stop_at_eos=False)
+    with (
+        torch.no_grad()
+    ):  # every position there is can be used, with or without the cache alike
+        tokens = model.generate(
+            src, max_len=4, use_cache=use_cache, stop_at_eos=False
+        )
+        assert tokens.shape == (2, 4)
+        assert torch.equal(
+            tokens,
+            model.generate(
+                src, max_len=4, use_cache=not use_cache, stop_at_eos=False
+            ),
+        )

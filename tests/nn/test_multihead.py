@@ -893,3 +893,19 @@ def test_single_head_functions_still_broadcast():
         mask=_KEEP[:, None, :],
     )
     assert (weights[1, :, 2:] == 0).all()
+
+
+@pytest.mark.parametrize("option", ["add_bias_kv", "add_zero_attn"])
+def test_load_torch_weights_refuses_what_it_cannot_represent(option):
+    import attnbook
+
+    theirs = torch.nn.MultiheadAttention(
+        8, 2, batch_first=True, **{option: True}
+    )
+    ours = attnbook.MultiHeadAttention(8, 2)
+    before = [p.clone() for p in ours.parameters()]
+    with pytest.raises(
+        ValueError, match="add_bias_kv=True or add_zero_attn=True"
+    ):
+        ours.load_torch_weights(theirs)
+    assert all(torch.equal(a, b) for a, b in zip(before, ours.parameters()))

@@ -338,3 +338,44 @@ def test_bahdanau_step_diagram_draws_one_weighted_line_per_input():
     assert [round(line.get_linewidth(), 2) for line in red] == [1.1, 4.1, 2.3]
     with pytest.raises(ValueError, match="sum to 1"):
         draw_bahdanau_step(weights=(0.5, 0.6))
+
+
+@pytest.mark.parametrize(
+    "lengths",
+    [
+        [0, 2],
+        [5, 2],
+        [3],
+        [3.0, 2.0],
+        [float("nan"), 2.0],
+        [True, True],
+        None,
+        [[3, 2]],
+    ],
+)
+def test_seq2seq_lengths_are_checked(lengths):
+    torch.manual_seed(0)
+    model = seq2seq.Seq2Seq(10, 10, 8, 8)
+    src = torch.tensor([[3, 4, 5, 0], [6, 7, 0, 0]])
+    with pytest.raises((TypeError, ValueError), match="lengths"):
+        model.greedy_decode(
+            src, lengths if lengths is None else torch.tensor(lengths), 4
+        )
+
+
+def test_seq2seq_context_checks_dtype_and_sizes():
+    """context is chapter 5's printed code: the additive score it calls checks its inputs."""
+    torch.manual_seed(0)
+    model = seq2seq.Seq2Seq(10, 10, 8, 8)
+    keep = torch.tensor([[True] * 4, [True, True, False, False]])
+    with pytest.raises(TypeError, match="dtype"):
+        model.context(
+            torch.randn(2, 8).half(),
+            torch.randn(2, 4, 16),
+            torch.randn(2, 16),
+            keep,
+        )
+    with pytest.raises(ValueError, match="feature size"):
+        model.context(
+            torch.randn(2, 7), torch.randn(2, 4, 16), torch.randn(2, 16), keep
+        )

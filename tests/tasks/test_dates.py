@@ -1,5 +1,6 @@
 """The date data: every form parses back to its date with Python's own parser."""
 
+import datetime
 import datetime as dt
 import re
 
@@ -313,3 +314,27 @@ def test_date_spans_find_year_month_and_day():
         )
     with pytest.raises(ValueError, match="not a date"):
         date_spans("hello")
+
+
+def test_dates_helpers_refuse_bad_arguments():
+    with pytest.raises(ValueError):
+        dates.ordinal(0)
+    assert dates.ordinal(32) == "32nd"
+    with pytest.raises(TypeError):
+        dates.iso("1999-05-03")
+    with pytest.raises(ValueError, match="short_month"):
+        dates.format_date(
+            datetime.date(1999, 5, 3), dates.FORMS[0], short_month="yes"
+        )
+    assert dates.random_date_pairs(0, torch.Generator().manual_seed(0)) == (
+        [],
+        [],
+    )
+    with pytest.raises(ValueError, match="forms"):
+        dates.random_date_pairs(2, torch.Generator().manual_seed(0), forms=[])
+    with pytest.raises(TypeError):
+        dates.TARGET_VOCAB.decode(torch.ones(1, 3))
+    with pytest.raises(ValueError):
+        dates.CharVocabulary("", 3)
+    with pytest.raises(TypeError):
+        dates.date_spans(None)
