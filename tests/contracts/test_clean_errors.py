@@ -206,3 +206,16 @@ def test_labels_measure_and_diagram_arguments():
             draw_bahdanau_step(weights)
     with pytest.raises(ValueError, match="key"):
         norm_placement.summarize(norm_placement.load_comparison(), key="nope")
+
+
+# What our own probe (tests/tools/probe.py) found after the fixes above.
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: attnbook.TransformerEncoder(10**400, 8, 2, 16, 1),
+        lambda: attnbook.causal_mask(10**400),
+    ],
+)
+def test_sizes_beyond_any_tensor_are_refused(build):
+    with pytest.raises(ValueError, match="too large"):
+        build()

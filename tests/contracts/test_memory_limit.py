@@ -10,6 +10,7 @@ from attnbook import (
     MultiHeadAttention,
     attention,
     chunked_attention,
+    dot_score,
 )
 
 
@@ -64,3 +65,62 @@ def test_a_bad_memory_limit_is_refused_as_require_int_refuses_it(
     with pytest.raises(ValueError, match=message):
         attnbook.set_matrix_memory_limit(limit)
     assert attnbook.matrix_memory_limit() == before
+
+
+def refused_before_allocating(build) -> None:
+    """``build()`` raises the memory-limit ValueError and leaves torch's
+    global random state as it was."""
+    state = torch.get_rng_state()
+    with pytest.raises(ValueError, match="GiB"):
+        build()
+    assert torch.equal(state, torch.get_rng_state())
+
+
+# D8: every large allocation is checked against the memory limit first.
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: dot_score(torch.zeros(10**5, 2), torch.zeros(10**5, 2)),
+        lambda: attnbook.scaled_dot_score(
+            torch.zeros(10**5, 2), torch.zeros(10**5, 2)
+        ),
+        lambda: attnbook.lengths_to_mask(torch.tensor([3]), 10**12),
+        lambda: attnbook.AdditiveScore(10**6, 10**6, 10**4),
+        lambda: attnbook.BilinearScore(10**6, 10**6),
+    ],
+    ids=["dot", "scaled_dot", "lengths_to_mask", "additive", "bilinear"],
+)
+def test_huge_allocations_are_refused_before_they_start(call):
+    refused_before_allocating(call)
+
+
+# D8, D9 (b), D10, D14 in the Transformer's modules.
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: attnbook.MultiHeadAttention(10**6, 1),
+        lambda: attnbook.TransformerEncoder(10**12, 8, 2, 16, 1),
+        lambda: attnbook.TransformerEncoder(10, 8, 2, 16, 10**12),
+        lambda: attnbook.TransformerDecoder(8, 2, 16, 10**12),
+        lambda: attnbook.causal_mask(10**6),
+    ],
+    ids=["mha", "vocab", "encoder_layers", "decoder_layers", "causal_mask"],
+)
+def test_huge_transformer_parts_are_refused_before_drawing(build):
+    refused_before_allocating(build)
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: __import__("attnbook.nn.seq2seq").nn.seq2seq.Seq2Seq(
+            10**12, 9
+        ),
+        lambda: attnbook.DecoderOnlyTransformer(10**12),
+        lambda: attnbook.DecoderOnlyTransformer(10, num_layers=10**12),
+        lambda: attnbook.PointerNetwork(10**6),
+    ],
+    ids=["seq2seq", "lm_vocab", "lm_layers", "pointer"],
+)
+def test_huge_models_are_refused_before_drawing(build):
+    refused_before_allocating(build)

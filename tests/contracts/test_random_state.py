@@ -66,3 +66,72 @@ def test_refused_constructors_do_not_move_the_global_rng():
         with pytest.raises((ValueError, TypeError)):
             build()
     assert torch.equal(state, torch.random.get_rng_state())
+
+
+# D4: seeded builds from several threads get their seed's weights.
+def same_weights_in_threads(make, seeds, rounds=3):
+    """Build ``make(seed)`` for every seed from one thread each, ``rounds``
+    times; assert every build equals the serial one and the caller's RNG is
+    unchanged."""
+    import threading
+
+    expected = [make(seed) for seed in seeds]
+    results = [None] * len(seeds)
+    state = torch.get_rng_state()
+
+    def work(i, seed):
+        for _ in range(rounds):
+            results[i] = make(seed)
+
+    threads = [
+        threading.Thread(target=work, args=(i, s)) for i, s in enumerate(seeds)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for got, want in zip(results, expected):
+        assert all(torch.equal(got[k], want[k]) for k in want)
+    assert torch.equal(state, torch.get_rng_state())
+
+
+def test_every_module_of_the_package_restores_the_rng_when_refused():
+    import importlib
+    import inspect
+    import pkgutil
+
+    unguarded = []
+    for info in pkgutil.walk_packages(attnbook.__path__, "attnbook."):
+        if ".widgets" in info.name or ".train" in info.name:
+            continue
+        module = importlib.import_module(info.name)
+        for name, obj in vars(module).items():
+            if (
+                inspect.isclass(obj)
+                and issubclass(obj, torch.nn.Module)
+                and obj.__module__ == module.__name__
+                and "__init__" in vars(obj)
+                and not hasattr(obj.__init__, "__wrapped__")
+            ):
+                unguarded.append(f"{info.name}.{name}")
+    assert not unguarded
+
+
+# D4: the book's seeded builders, from several threads at once.
+@pytest.mark.parametrize(
+    "build",
+    ["build_date_transformer", "placement_classifier"],
+)
+def test_seeded_builders_are_thread_safe(build):
+    if build == "build_date_transformer":
+        from attnbook.tasks.date_transformer import build_date_transformer
+
+        def make(seed):
+            return build_date_transformer(seed=seed).state_dict()
+    else:
+        from attnbook.experiments.norm_placement import placement_classifier
+
+        def make(seed):
+            return placement_classifier("pre-LN", seed=seed).state_dict()
+
+    same_weights_in_threads(make, range(3))

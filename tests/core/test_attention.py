@@ -762,3 +762,42 @@ def test_hard_attention_refuses_nan_scores(mode):
             mode=mode,
             generator=torch.Generator().manual_seed(0),
         )
+
+
+def qkv(n_q=3, n_k=5, d=4, d_v=2, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return (
+        torch.randn(n_q, d, generator=g),
+        torch.randn(n_k, d, generator=g),
+        torch.randn(n_k, d_v, generator=g),
+    )
+
+
+# D5 (a): a NaN query whose every key is masked reaches no gradient.
+def test_garbage_query_of_a_fully_masked_row_stays_out_of_gradients():
+    q, k, v = qkv()
+    q[1] = float("nan")
+    q.requires_grad_()
+    k.requires_grad_()
+    keep = torch.ones(3, 5, dtype=torch.bool)
+    keep[1] = False
+    output, weights = attention(q, k, v, mask=keep)
+    output.sum().backward()
+    assert torch.isfinite(output).all() and (weights[1] == 0).all()
+    assert torch.isfinite(k.grad).all() and torch.isfinite(q.grad).all()
+
+
+@pytest.mark.parametrize("function", [attention, hard_attention])
+@pytest.mark.parametrize("score", ["dot", 3])
+def test_a_score_that_is_not_a_function_is_refused(function, score):
+    q, k, v = qkv()
+    with pytest.raises(TypeError, match="score must be a function"):
+        function(q, k, v, score=score)
+    with pytest.raises(TypeError, match="score must be a function"):
+        attention_weights(q, k, score=score)
+
+
+def test_hard_attention_refuses_a_generator_that_is_not_one():
+    q, k, v = qkv()
+    with pytest.raises(TypeError, match="generator"):
+        hard_attention(q, k, v, mode="sample", generator="g")

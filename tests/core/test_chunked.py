@@ -13,6 +13,7 @@ import torch.nn.functional as F  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
+import attnbook
 from attnbook import attention, chunked_attention  # noqa: E402
 from attnbook.core.chunked import StreamingAttention  # noqa: E402
 from attnbook.measure.memory import score_matrix_bytes  # noqa: E402
@@ -664,3 +665,78 @@ def test_bfloat16_chunked_error_matches_plain_attention():
         .max()
     )
     assert chunked <= 1.5 * plain + 1e-3
+
+
+def qkv(n_q=3, n_k=5, d=4, d_v=2, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return (
+        torch.randn(n_q, d, generator=g),
+        torch.randn(n_k, d, generator=g),
+        torch.randn(n_k, d_v, generator=g),
+    )
+
+
+# D7: chunked_attention's backward pass.
+def test_chunked_backward_allocates_for_the_keys_it_has():
+    q = torch.randn(4, 8, requires_grad=True)
+    out = attnbook.chunked_attention(
+        q, torch.randn(16, 8), torch.randn(16, 8), chunk_size=10**9
+    )
+    out.sum().backward()  # a buffer of 4 x 16, not 4 x 10**9
+    assert torch.isfinite(q.grad).all()
+
+
+def test_chunked_attention_supports_create_graph():
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (
+        torch.randn(n, d, generator=g, dtype=torch.float64, requires_grad=True)
+        for n, d in ((3, 4), (6, 4), (6, 2))
+    )
+    assert torch.autograd.gradgradcheck(
+        lambda a, b, c: attnbook.chunked_attention(a, b, c, chunk_size=2),
+        (q, k, v),
+    )
+
+
+def test_chunked_attention_over_no_keys_keeps_the_graph():
+    q = torch.randn(4, 8, requires_grad=True)
+    out = attnbook.chunked_attention(q, torch.randn(0, 8), torch.randn(0, 2))
+    out.sum().backward()
+    assert (out == 0).all() and (q.grad == 0).all()
+
+
+# D11: infinite scores give attention's limit, or a clear error when streaming.
+@pytest.mark.parametrize("value", [float("inf"), -float("inf")])
+def test_chunked_attention_equals_attention_for_infinite_scores(value):
+    q, k, v = qkv()
+    k[0, 0] = value
+    expected = attention(q, k, v)[0]
+    assert torch.equal(attnbook.chunked_attention(q, k, v), expected)
+
+
+def test_streaming_refuses_an_infinite_kept_score():
+    from attnbook.core.chunked import StreamingAttention
+
+    q, k, v = qkv()
+    k[0, 0] = float("inf")
+    with pytest.raises(ValueError, match=r"\+inf or NaN"):
+        StreamingAttention(q).update(k, v)
+
+
+def test_chunked_attention_refuses_a_mask_on_another_device():
+    q, k, v = qkv()
+    keep = torch.ones(3, 5, dtype=torch.bool).to("meta")
+    with pytest.raises(ValueError, match="meta"):
+        attnbook.chunked_attention(q, k, v, mask=keep)
+
+
+def test_garbage_query_of_a_fully_masked_row_in_chunked_attention():
+    q, k, v = qkv()
+    q[1] = float("nan")
+    q.requires_grad_()
+    k.requires_grad_()
+    keep = torch.ones(3, 5, dtype=torch.bool)
+    keep[1] = False
+    out = attnbook.chunked_attention(q, k, v, mask=keep)
+    out.sum().backward()
+    assert torch.isfinite(out).all() and torch.isfinite(k.grad).all()

@@ -5,6 +5,7 @@ import math
 import pytest
 import torch
 
+import attnbook
 from attnbook import (
     gaussian_scores,
     nadaraya_watson,
@@ -128,3 +129,43 @@ def test_nadaraya_watson_nan_query_stays_nan():
         torch.tensor([1.0, 2.0]),
     )
     assert torch.isnan(predictions[0]) and torch.isfinite(predictions[1])
+
+
+# D13: kernel regression's data, target and extreme bandwidths.
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"n_test": 0},
+        {"n_train": -1},
+        {"seed": "0"},
+        {"noise": float("nan")},
+        {"n_train": 10**12},
+    ],
+)
+def test_regression_data_refuses_bad_arguments(kwargs):
+    with pytest.raises((ValueError, TypeError)):
+        attnbook.regression_data(**kwargs)
+
+
+def test_regression_target_refuses_what_is_not_a_tensor():
+    with pytest.raises(TypeError, match="x"):
+        attnbook.regression_target(None)
+
+
+def test_extreme_bandwidths_give_the_limit_not_nan():
+    x = torch.tensor([0.0, 1.0])
+    wide = attnbook.gaussian_scores(x, x, 1e200)
+    narrow = attnbook.gaussian_scores(x, x, 1e-200)
+    assert (wide == 0).all()
+    assert narrow[0, 0] == 0 and narrow[0, 1] == -float("inf")
+    with pytest.raises(ValueError, match="bandwidth"):
+        attnbook.gaussian_scores(x, x, 10**400)
+
+
+def test_mean_squared_error_refuses_empty_or_mismatched_tensors():
+    from attnbook.core.kernel_regression import mean_squared_error
+
+    with pytest.raises(ValueError, match="shape"):
+        mean_squared_error(torch.empty(0), torch.empty(0))
+    with pytest.raises(ValueError, match="shape"):
+        mean_squared_error(torch.zeros(3), torch.zeros(4))

@@ -243,3 +243,42 @@ def test_masked_softmax_keeps_a_kept_nan_visible():
         torch.tensor([[True, False, True]]),
     )
     assert torch.equal(masked, torch.tensor([[0.5, 0.0, 0.5]]))
+
+
+# D12: a kept score equal to the dtype's most negative number is a score.
+@pytest.mark.parametrize(
+    "dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64]
+)
+def test_a_kept_score_at_finfo_min_keeps_its_weight(dtype):
+    lowest = torch.finfo(dtype).min
+    scores = torch.tensor([[lowest, 0.0, 0.0]], dtype=dtype)
+    keep = torch.tensor([[True, False, False]])
+    expected = torch.tensor([[1.0, 0.0, 0.0]], dtype=dtype)
+    assert torch.equal(masked_softmax(scores, keep), expected)
+    assert torch.equal(
+        masked_softmax(scores.clone(), keep, inplace=True), expected
+    )
+
+
+def test_a_fully_masked_row_is_zeros_and_its_gradient_finite():
+    scores = torch.randn(2, 4, requires_grad=True)
+    keep = torch.tensor([[True, True, False, False], [False] * 4])
+    weights = masked_softmax(scores, keep)
+    weights.sum().backward()
+    assert (weights[1] == 0).all() and torch.isfinite(scores.grad).all()
+    assert torch.allclose(weights[0].sum(), torch.tensor(1.0))
+
+
+# D13: plausible misuse of the core API gets a clear error.
+@pytest.mark.parametrize("dim", [2, -3, 1.0, "x"])
+def test_masked_softmax_refuses_a_bad_dim(dim):
+    with pytest.raises((ValueError, TypeError), match="dim"):
+        masked_softmax(torch.randn(3, 4), dim=dim)
+
+
+def test_masked_softmax_inplace_must_be_a_bool():
+    scores = torch.randn(2, 3)
+    before = scores.clone()
+    with pytest.raises(ValueError, match="inplace"):
+        masked_softmax(scores, inplace="yes")
+    assert torch.equal(scores, before)

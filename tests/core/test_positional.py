@@ -11,6 +11,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import attnbook
 from attnbook.core.errata import (
     Source002PositionalEncoding,
     source_002_encoding,
@@ -641,3 +642,22 @@ def test_check_sequence_names_a_seq_dim_that_is_no_axis(seq_dim):
 def test_position_shift_matrix_rejects_non_finite_delta(delta):
     with pytest.raises(ValueError, match="delta must be a finite number"):
         position_shift_matrix(delta, 4)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: attnbook.sinusoidal_encoding(10**9, 64),
+        lambda: attnbook.PositionalEncoding(64, max_len=10**9),
+        lambda: attnbook.position_shift_matrix(1, 10**6),
+    ],
+    ids=["sinusoidal", "PositionalEncoding", "shift_matrix"],
+)
+def test_position_tables_beyond_the_limit_are_refused(call):
+    with pytest.raises(ValueError, match="GiB"):
+        call()
+
+
+def test_a_base_that_makes_nan_frequencies_is_refused():
+    with pytest.raises(ValueError, match="base"):
+        attnbook.sinusoidal_encoding(8, 64, base=5e-324)

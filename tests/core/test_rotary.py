@@ -11,6 +11,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import attnbook
 from attnbook import apply_rotary, attention_weights
 from attnbook.core.positional import position_shift_matrix
 
@@ -258,3 +259,17 @@ def test_dtype_is_kept_and_gradients_flow():
 def test_bad_input(x, positions, error, match):
     with pytest.raises(error, match=match):
         apply_rotary(x, positions)
+
+
+# D13, D14, D16, D17: smaller misuse, each with a clear error.
+def test_rotary_positions_beyond_every_float_are_refused():
+    x = torch.randn(4, 8)
+    with pytest.raises(ValueError, match="finite"):
+        attnbook.apply_rotary(x, 10**400)
+
+
+def test_rotary_checks_the_shape_of_positions_before_their_values():
+    x = torch.randn(4, 8)
+    huge = torch.zeros(()).expand(10**9)  # a stride-0 view of 10**9 numbers
+    with pytest.raises(ValueError, match="broadcast"):
+        attnbook.apply_rotary(x, huge)

@@ -4,6 +4,7 @@ torch.multinomial takes (probe 2026-11-28, D3 and D4)."""
 import pytest
 import torch
 
+import attnbook
 from attnbook import (
     hard_attention,
     next_token_distribution,
@@ -70,3 +71,9 @@ def test_draw_categorical_checks_its_input():
         draw_categorical(torch.zeros(1, 3))
     with pytest.raises(ValueError, match=r"\(B, V\)"):
         draw_categorical(torch.ones(3))
+
+
+def test_sampling_refuses_a_temperature_that_overflows_the_logits():
+    logits = torch.randn(2, 10)
+    with pytest.raises(ValueError, match="temperature"):
+        attnbook.next_token_distribution(logits, temperature=1e-320)

@@ -9,6 +9,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
+import attnbook
 from attnbook import show_heatmaps  # noqa: E402
 
 
@@ -64,3 +65,14 @@ def test_label_log_axis_labels_one_two_five_inside_the_range():
     with pytest.raises(ValueError, match="axis"):
         label_log_axis(ax, "z")
     plt.close(fig)
+
+
+@pytest.mark.parametrize("matrices", [None, "abc", torch.empty(0, 3)])
+def test_show_heatmaps_refuses_what_it_cannot_draw(matrices):
+    with pytest.raises((TypeError, ValueError), match="matrices"):
+        attnbook.show_heatmaps(matrices)
+
+
+def test_show_heatmaps_refuses_a_grid_too_large_to_draw():
+    with pytest.raises(ValueError, match="too many"):
+        attnbook.show_heatmaps(torch.zeros(300, 300, 2, 2))

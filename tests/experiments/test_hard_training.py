@@ -173,3 +173,27 @@ def test_the_test_examples_are_never_training_examples():
         test, _ = selection_task(1000, *size, _gen(seed + 2))
         train_rows = {tuple(x.tolist()) for x in train[:, 0]}
         assert not train_rows & {tuple(x.tolist()) for x in test[:, 0]}
+
+
+@pytest.mark.parametrize("name", ["soft_loss", "expected_loss", "selector"])
+def test_the_selection_losses_check_their_inputs(name):
+    from attnbook.experiments import hard_training as h
+
+    items = torch.randn(2, 4, 3, dtype=torch.float64)
+    target = torch.tensor([0, 3])
+    weights = torch.full((2, 4), 0.25, dtype=torch.float64)
+
+    def call(w, x, t):
+        if name == "selector":
+            return h.selector_loss("soft", w, x, t)
+        return getattr(h, name)(w, x, t)
+
+    call(weights, items, target)  # the valid call
+    with pytest.raises(ValueError, match="target"):
+        call(weights, items, torch.tensor([0, 4]))
+    with pytest.raises(TypeError, match="weights|scores"):
+        call(weights.long(), items, target)
+    with pytest.raises(ValueError, match="items"):
+        call(weights, items[0], target)
+    with pytest.raises(TypeError, match="target"):
+        call(weights, items, target.float())

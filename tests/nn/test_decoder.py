@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
+import attnbook
 from attnbook import causal_mask
 from attnbook.core.masking import masked_softmax
 from attnbook.nn import decoder
@@ -851,3 +852,19 @@ def test_generate_refuses_more_steps_than_target_positions(use_cache):
                 src, max_len=4, use_cache=not use_cache, stop_at_eos=False
             ),
         )
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int16])
+def test_decoder_target_ids_of_other_dtypes_are_refused(dtype):
+    with attnbook._random.keep_global_rng():
+        model = attnbook.EncoderDecoderTransformer(
+            src_vocab_size=10,
+            tgt_vocab_size=10,
+            embed_dim=8,
+            num_heads=2,
+            ffn_hidden=16,
+            num_encoder_layers=1,
+            num_decoder_layers=1,
+        )
+    with pytest.raises(TypeError, match="int64"):
+        model.embed_target(torch.tensor([[1, 2]], dtype=dtype))

@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
+import attnbook
 from attnbook import (
     LayerNorm,
     MultiHeadAttention,
@@ -415,3 +416,15 @@ def test_encoder_accepts_every_integer_token_dtype(dtype):
     encoder = TransformerEncoder(10, 8, 2, 16, 1, max_len=16).eval()
     tokens = torch.tensor([[1, 2, 3, 9]])
     assert torch.equal(encoder(tokens.to(dtype)), encoder(tokens))
+
+
+def test_a_refused_encoder_leaves_the_rng():
+    state = torch.get_rng_state()
+    with pytest.raises(ValueError):
+        attnbook.TransformerEncoder(10, 8, 3, 16, 1)  # 8 not divisible by 3
+    assert torch.equal(state, torch.get_rng_state())
+
+
+def test_layer_norm_refuses_an_eps_that_rounds_to_zero():
+    with pytest.raises(ValueError, match="eps"):
+        attnbook.LayerNorm(8, eps=1e-50)

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
+import attnbook
 from attnbook import (
     MultiHeadAttention,
     TransformerEncoderBlock,
@@ -909,3 +910,27 @@ def test_load_torch_weights_refuses_what_it_cannot_represent(option):
     ):
         ours.load_torch_weights(theirs)
     assert all(torch.equal(a, b) for a, b in zip(before, ours.parameters()))
+
+
+# D5 (b): garbage in masked padding reaches no parameter's gradient.
+def test_garbage_in_masked_memory_stays_out_of_multihead_gradients():
+    g = torch.Generator().manual_seed(0)
+    with attnbook._random.keep_global_rng():
+        mha = attnbook.MultiHeadAttention(8, 2)
+    memory = torch.randn(2, 5, 8, generator=g)
+    memory[1, 3:] = float("nan")
+    keep = torch.ones(2, 5, dtype=torch.bool)
+    keep[1, 3:] = False
+    query = torch.randn(2, 3, 8, generator=g)
+    output = mha(query, memory, memory, mask=keep[:, None, None, :])[0]
+    output.sum().backward()
+    assert torch.isfinite(output).all()
+    assert all(torch.isfinite(p.grad).all() for p in mha.parameters())
+
+
+def test_a_projection_of_a_free_view_is_still_checked():
+    with attnbook._random.keep_global_rng():
+        mha = attnbook.MultiHeadAttention(8, 2)
+    huge = torch.zeros(2, 1, 8).expand(2, 10**9, 8)
+    with pytest.raises(ValueError, match="GiB"):
+        mha.project(huge, huge, huge)

@@ -8,6 +8,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import attnbook
 from attnbook import (
     AdditiveScore,
     PointerNetwork,
@@ -618,3 +619,11 @@ def test_saved_bytes_do_not_depend_on_the_file_name_or_on_how_the_model_was_made
         for name in ("a.pt", "other_name.pt")
     ]
     assert digest[0] == digest[1]
+
+
+def test_pointer_targets_must_be_int64_positions():
+    model = attnbook.pretrained_sorter()
+    x = torch.tensor([[0.3, 0.1, 0.2]])
+    target = torch.tensor([[0, 2, 1]], dtype=torch.int32)
+    with pytest.raises(TypeError, match="int64"):
+        model.loss(x, target)

@@ -8,6 +8,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import attnbook
 from attnbook import SelfAttention, lengths_to_mask, sinusoidal_encoding
 from attnbook.widgets.self_attention import (
     plot_self_attention,
@@ -439,3 +440,16 @@ def test_explorer_shows_the_figure_of_the_current_controls():
         == 0
         < differing_pixels(other, expected)
     )
+
+
+def test_garbage_padding_stays_out_of_self_attention_gradients():
+    g = torch.Generator().manual_seed(0)
+    with attnbook._random.keep_global_rng():
+        layer = attnbook.SelfAttention(8, 4, 4)
+    x = torch.randn(2, 5, 8, generator=g)
+    x[1, 3:] = float("nan")
+    keep = torch.ones(2, 5, dtype=torch.bool)
+    keep[1, 3:] = False
+    output, _ = layer(x, mask=keep[:, None, :])
+    (output[0].sum() + output[1, :3].sum()).backward()  # real tokens only
+    assert all(torch.isfinite(p.grad).all() for p in layer.parameters())

@@ -8,6 +8,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import attnbook
 from attnbook.measure.parameters import count_parameters
 from attnbook.nn import seq2seq
 from attnbook.nn.seq2seq import Seq2Seq
@@ -379,3 +380,47 @@ def test_seq2seq_context_checks_dtype_and_sizes():
         model.context(
             torch.randn(2, 7), torch.randn(2, 4, 16), torch.randn(2, 16), keep
         )
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int16, torch.float32])
+def test_ids_of_a_dtype_embeddings_cannot_take_are_refused(dtype):
+    from attnbook.nn.seq2seq import Seq2Seq
+    from attnbook.tasks.copying import BOTTLENECK_MODELS
+
+    with attnbook._random.keep_global_rng():
+        model = Seq2Seq(**BOTTLENECK_MODELS["attention"])
+    src = torch.tensor([[3, 4, 5]])
+    tgt = torch.tensor([[1, 3, 4]])
+    with pytest.raises(TypeError, match="int64"):
+        model(src.to(dtype), torch.tensor([3]), tgt)
+    with pytest.raises(TypeError, match="int64"):
+        model(src, torch.tensor([3]), tgt.to(dtype))
+    with pytest.raises(TypeError, match="int64"):
+        model.loss(src, torch.tensor([3]), tgt, tgt.to(dtype))
+
+
+def test_seq2seq_refuses_an_empty_target_and_bad_target_ids():
+    from attnbook.nn.seq2seq import Seq2Seq
+    from attnbook.tasks.copying import BOTTLENECK_MODELS
+
+    with attnbook._random.keep_global_rng():
+        model = Seq2Seq(**BOTTLENECK_MODELS["plain"])
+    src, lengths = torch.tensor([[3, 4, 5]]), torch.tensor([3])
+    with pytest.raises(ValueError, match="T = 0"):
+        model(src, lengths, torch.zeros(1, 0, dtype=torch.long))
+    tgt = torch.tensor([[1, 3, 4]])
+    with pytest.raises(ValueError, match="tgt_out"):
+        model.loss(src, lengths, tgt, torch.tensor([[3, 4, 99]]))
+
+
+def test_train_seq2seq_checks_before_it_trains():
+    from attnbook.nn.seq2seq import Seq2Seq, train_seq2seq
+
+    with attnbook._random.keep_global_rng():
+        model = Seq2Seq(13, 13, 8, 8)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    with pytest.raises(ValueError, match="log_every"):
+        train_seq2seq(model, lambda g: None, 1, log_every="3")
+    assert all(
+        torch.equal(before[k], v) for k, v in model.state_dict().items()
+    )

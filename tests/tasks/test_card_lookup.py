@@ -31,3 +31,16 @@ def test_train_card_lookup_leaves_the_global_rng_and_trains_as_before():
         assert a.dtype == torch.float64 and torch.allclose(
             a, b, rtol=0, atol=1e-9
         )
+
+
+def test_hand_questions_checks_its_hands():
+    from attnbook.tasks.card_lookup import hand_questions
+
+    colours = torch.tensor([[0, 1, 2, 3, 4, 5]])
+    digits = torch.tensor([[0, 1, 2, 3, 4, 5]])
+    with pytest.raises(TypeError, match="colour_card"):
+        hand_questions(colours, digits, torch.randn(1, 1), torch.tensor([[0]]))
+    with pytest.raises(ValueError, match="colours"):
+        hand_questions(
+            -colours, digits, torch.tensor([[0]]), torch.tensor([[0]])
+        )

@@ -18,3 +18,10 @@ def test_copy_batch_refuses_bad_lengths(lengths):
 def test_copy_batch_needs_a_generator():
     with pytest.raises(TypeError, match="Generator"):
         copying.copy_batch(2, 3, None)
+
+
+def test_copy_batch_refuses_strings_beyond_the_limit():
+    from attnbook.tasks.copying import copy_batch
+
+    with pytest.raises(ValueError, match="GiB"):
+        copy_batch(4, 10**9, torch.Generator())

@@ -338,3 +338,24 @@ def test_dates_helpers_refuse_bad_arguments():
         dates.CharVocabulary("", 3)
     with pytest.raises(TypeError):
         dates.date_spans(None)
+
+
+# D9 (a): the date functions never draw from torch's global generator.
+@pytest.mark.parametrize(
+    "name", ["random_dates", "random_date_pairs", "date_batch"]
+)
+def test_date_functions_need_a_generator_and_leave_the_global_rng(name):
+    from attnbook.tasks import dates
+
+    state = torch.get_rng_state()
+    with pytest.raises(TypeError, match="generator"):
+        getattr(dates, name)(4, None)
+    assert torch.equal(state, torch.get_rng_state())
+
+
+@pytest.mark.parametrize("strings", [None, 42, {"a": 1}])
+def test_translators_refuse_what_is_not_a_list_of_strings(strings):
+    from attnbook.tasks.dates import SOURCE_VOCAB
+
+    with pytest.raises(TypeError, match="list of strings"):
+        SOURCE_VOCAB.encode_for_translation(strings)

@@ -8,6 +8,7 @@ import math
 import pytest
 import torch
 
+import attnbook
 from attnbook import BytePairEncoder
 from attnbook._weights import weights_digest
 from attnbook.nn.language_model import (
@@ -201,3 +202,9 @@ def test_total_bits_serves_both_models_and_checks_its_ids():
         total_bits(model, ids + 1000)
     with pytest.raises(ValueError, match="N >= 2|2 <= N"):
         total_bits(model, ids[:1])
+
+
+def test_loading_the_language_model_leaves_the_rng():
+    state = torch.get_rng_state()
+    attnbook.pretrained_language_model()
+    assert torch.equal(state, torch.get_rng_state())

@@ -82,3 +82,50 @@ def test_the_pin_is_a_constant_of_the_code():
             Path(attnbook.__file__).parent / "data" / pointer.PRETRAINED_FILE
         ).read_bytes()
     )
+
+
+# The chapter tasks and models (D8, D9a, D10, D13-D16 in chapters 5-8).
+def test_sorting_batch_needs_a_generator():
+    from attnbook.tasks.sorting import sorting_batch
+
+    state = torch.get_rng_state()
+    with pytest.raises(TypeError, match="generator"):
+        sorting_batch(2, 4, None)
+    with pytest.raises(ValueError, match="GiB"):
+        sorting_batch(10**6, 10**6, torch.Generator())
+    assert torch.equal(state, torch.get_rng_state())
+
+
+def test_sorting_accuracy_refuses_a_tensor_count_and_leaves_it_alone():
+    from attnbook.tasks.sorting import sorting_accuracy
+
+    count = torch.tensor(20)
+    with pytest.raises(ValueError, match="num_sequences"):
+        sorting_accuracy(attnbook.pretrained_sorter(), 5, num_sequences=count)
+    assert count.item() == 20
+    with pytest.raises(ValueError, match="num_sequences"):
+        sorting_accuracy(attnbook.pretrained_sorter(), 5, num_sequences=0)
+
+
+def test_scale_to_unit_refuses_bounds_that_reverse_the_order():
+    from attnbook.tasks.sorting import scale_to_unit
+
+    x = torch.tensor([[3.0, 1.0, 2.0]])
+    with pytest.raises(ValueError, match="high"):
+        scale_to_unit(x, low=0.9, high=0.1)
+    with pytest.raises(ValueError, match="low"):
+        scale_to_unit(x, low=float("nan"))
+
+
+def test_a_crafted_sorter_file_is_refused_before_it_allocates(tmp_path):
+    from attnbook.tasks.sorting import load_sorter
+
+    path = tmp_path / "crafted.pt"
+    torch.save({"hidden_dim": 10**6, "state_dict": {}, "info": {}}, path)
+    with pytest.raises(ValueError, match="GiB"):
+        load_sorter(path)
+    torch.save(
+        {"hidden_dim": 8, "state_dict": {"x": torch.ones(1)}, "info": {}}, path
+    )
+    with pytest.raises(ValueError, match="save_sorter"):
+        load_sorter(path)
