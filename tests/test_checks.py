@@ -4,7 +4,10 @@ import random
 
 import pytest
 import torch
+from _refusals import wide
 
+import attnbook
+from attnbook import _checks
 from attnbook._checks import all_finite, broadcast_shapes
 
 
@@ -55,3 +58,52 @@ def test_broadcast_shapes_agrees_with_torch():
             continue
         got = broadcast_shapes(*shapes)
         assert got == expected and isinstance(got, torch.Size)
+
+
+def test_a_broadcast_view_beyond_the_limit_is_refused_by_require_tensor():
+    x = wide(torch.randn(2, 8))  # 32 GB if copied, 32 bytes held
+    with pytest.raises(ValueError, match="x, a broadcast view"):
+        _checks.require_tensor("x", x)
+
+
+def test_a_real_tensor_beyond_the_limit_is_not_a_view_and_passes():
+    x = torch.zeros(64, 4)  # 1,024 bytes, all held
+    previous = attnbook.set_matrix_memory_limit(1000)
+    try:
+        assert _checks.require_tensor("x", x) is x
+        with pytest.raises(ValueError, match="x, a broadcast view"):
+            _checks.require_tensor("x", x[:1].expand(1000, 4))
+    finally:
+        attnbook.set_matrix_memory_limit(previous)
+
+
+@pytest.mark.parametrize("value", [10**400, -(10**400)])
+def test_an_int_beyond_every_float_is_not_a_finite_number(value):
+    assert not _checks.is_finite_number(value)
+    with pytest.raises(ValueError, match="delta must be a finite number"):
+        _checks.require_finite_number("delta", value)
+
+
+def test_require_shape_names_both_shapes():
+    with pytest.raises(ValueError, match=r"fed must have shape \(2, 1, n\)"):
+        _checks.require_shape("fed", torch.zeros(2, 3, 4), (2, 1, None))
+
+
+@pytest.mark.parametrize(
+    "settings, match",
+    [
+        (dict(steps=2.5), "steps must be a non-negative int"),
+        (dict(steps=-1), "steps must be a non-negative int"),
+        (dict(batch_size=None), "batch_size must be a positive int"),
+        (dict(warmup="3"), "warmup must be a non-negative int"),
+        (dict(seed=10**400), "seed = 1000"),
+        (dict(lr=float("nan")), "lr must be a finite number"),
+        (dict(lr=0.0), r"lr must be in \(0.0"),
+        (dict(lr=1e300), "lr must be in"),
+        (dict(weight_decay=-1.0), r"weight_decay must be in \[0.0"),
+        (dict(eval_every=0), "eval_every must be a positive int"),
+    ],
+)
+def test_require_training_names_the_setting(settings, match):
+    with pytest.raises(ValueError, match=match):
+        _checks.require_training(**settings)

@@ -3,6 +3,9 @@ restore the global random state when they refuse."""
 
 import pytest
 import torch
+from _refusals import refused
+
+from attnbook import _random
 
 
 # D9 (b): a refused constructor leaves torch's global random state alone.
@@ -57,3 +60,15 @@ def test_seeded_builds_in_threads_match_the_serial_ones():
             return torch.nn.Linear(64, 64).state_dict()
 
     same_weights_in_threads(build, range(8), rounds=20)
+
+
+@pytest.mark.parametrize("seed", [2.5, True, None, "3", -1, 10**400])
+def test_seeded_generator_names_the_seed(seed):
+    refused(lambda: _random.seeded_generator(seed), ValueError, "seed")
+
+
+def test_seeded_generator_draws_what_a_seeded_torch_generator_draws():
+    a = torch.randn(5, generator=_random.seeded_generator(7))
+    assert torch.equal(
+        a, torch.randn(5, generator=torch.Generator().manual_seed(7))
+    )

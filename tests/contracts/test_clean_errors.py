@@ -3,6 +3,7 @@ across the package, before any work is done."""
 
 import pytest
 import torch
+from _refusals import refused
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -219,3 +220,139 @@ def test_labels_measure_and_diagram_arguments():
 def test_sizes_beyond_any_tensor_are_refused(build):
     with pytest.raises(ValueError, match="too large"):
         build()
+
+
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        (
+            lambda: attnbook.measure.timing.mean_call_time(None, 1),
+            TypeError,
+            "function must be callable",
+        ),
+        (
+            lambda: attnbook.measure.timing.mean_call_time(print, 1, clock=3),
+            TypeError,
+            "clock must be callable",
+        ),
+        (
+            lambda: attnbook.measure.parameters.count_parameters(3),
+            TypeError,
+            "model must be a torch.nn.Module",
+        ),
+        (
+            lambda: attnbook.tasks.language_model.model_from({}),
+            TypeError,
+            "saved must be a dict with the keys",
+        ),
+        (
+            lambda: attnbook.tasks.order_classifier.classifier_from("x"),
+            TypeError,
+            "saved must be a dict",
+        ),
+        (
+            lambda: attnbook.train.date_translator.translator_config(None),
+            TypeError,
+            "recipe must be a dict",
+        ),
+        (
+            lambda: attnbook.tasks.text.split_documents(None),
+            TypeError,
+            "documents must be a list",
+        ),
+        (
+            lambda: attnbook.tasks.text.nats_to_bits(10**400),
+            ValueError,
+            "nats must be a number",
+        ),
+        (
+            lambda: attnbook.train.corpus.module_files(""),
+            TypeError,
+            "lib must be a path",
+        ),
+        (
+            lambda: attnbook.train.corpus.module_files("/nonexistent/x"),
+            ValueError,
+            "lib must be a directory",
+        ),
+        (
+            lambda: attnbook.train.corpus.clean(None),
+            ValueError,
+            "text must be text",
+        ),
+        (
+            lambda: attnbook.core.positional.pair_frequencies(8, dtype="f"),
+            TypeError,
+            "dtype must be a floating-point torch.dtype",
+        ),
+        (
+            lambda: attnbook.widgets.soft_hard.angle_query(10**400),
+            ValueError,
+            "angle must be finite",
+        ),
+        (
+            lambda: attnbook.experiments.complexity.loglog_slope(None, [1.0]),
+            TypeError,
+            "lengths must be a list of numbers",
+        ),
+    ],
+)
+def test_helpers_name_the_argument_at_fault(call, error, match):
+    import attnbook.experiments.complexity  # noqa: F401
+    import attnbook.measure.parameters  # noqa: F401
+    import attnbook.measure.timing  # noqa: F401
+    import attnbook.tasks.language_model  # noqa: F401
+    import attnbook.tasks.order_classifier  # noqa: F401
+    import attnbook.tasks.text  # noqa: F401
+    import attnbook.train.corpus  # noqa: F401
+    import attnbook.train.date_translator  # noqa: F401
+    import attnbook.widgets.soft_hard  # noqa: F401
+
+    refused(call, error, match)
+
+
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        (
+            lambda m: m.tasks.dates.random_date_pairs(2, G(), None),
+            TypeError,
+            "forms",
+        ),
+        (lambda m: m.tasks.dates.SOURCE_VOCAB.decode(None), TypeError, "ids"),
+        (
+            lambda m: m.tasks.dates.SOURCE_VOCAB.decode(
+                torch.zeros(2, 3, dtype=torch.long).to("meta")
+            ),
+            ValueError,
+            "ids is on the meta device",
+        ),
+        (
+            lambda m: m.tasks.date_translator.DateTranslator(None),
+            TypeError,
+            "model",
+        ),
+        (
+            lambda m: m.tasks.date_transformer.DateTransformer(3),
+            TypeError,
+            "model must be an EncoderDecoderTransformer",
+        ),
+        (lambda m: m.tasks.copying.copy_accuracy(None, 3), TypeError, "model"),
+        (
+            lambda m: m.tasks.copying.copy_batch(10**12, 3, G()),
+            ValueError,
+            "the batch of shape",
+        ),
+    ],
+)
+def test_date_and_copy_helpers_check_their_arguments(call, error, match):
+    import attnbook.tasks.copying  # noqa: F401
+    import attnbook.tasks.date_transformer  # noqa: F401
+    import attnbook.tasks.date_translator  # noqa: F401
+    import attnbook.tasks.dates  # noqa: F401
+
+    refused(lambda: call(attnbook), error, match)
+
+
+def G():
+    return torch.Generator().manual_seed(0)

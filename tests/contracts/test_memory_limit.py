@@ -3,6 +3,7 @@ it is allocated, and the limit can be read and changed."""
 
 import pytest
 import torch
+from _refusals import refused
 
 import attnbook
 from attnbook import (
@@ -12,6 +13,18 @@ from attnbook import (
     chunked_attention,
     dot_score,
 )
+from attnbook.nn.decoder import (
+    EncoderDecoderTransformer,
+    TransformerDecoder,
+    TransformerDecoderBlock,
+)
+from attnbook.nn.encoder import (
+    LayerNorm,
+    PositionWiseFFN,
+    TransformerEncoderBlock,
+)
+from attnbook.nn.language_model import KVCache
+from attnbook.nn.self_attention import SelfAttention
 
 
 def _randn(*shape, seed=0, dtype=torch.float32):
@@ -124,3 +137,23 @@ def test_huge_transformer_parts_are_refused_before_drawing(build):
 )
 def test_huge_models_are_refused_before_drawing(build):
     refused_before_allocating(build)
+
+
+@pytest.mark.parametrize(
+    "build, match",
+    [
+        (lambda: LayerNorm(10**12), "the weights of LayerNorm"),
+        (lambda: PositionWiseFFN(10**12, 8), "PositionWiseFFN"),
+        (lambda: PositionWiseFFN(8, 10**12), "PositionWiseFFN"),
+        (lambda: TransformerEncoderBlock(8, 2, 10**12), "EncoderBlock"),
+        (lambda: TransformerDecoderBlock(8, 2, 10**12), "DecoderBlock"),
+        (lambda: TransformerDecoder(8, 2, None, 1), "ffn_hidden"),
+        (lambda: TransformerDecoder(8, 2, "3", 1), "ffn_hidden"),
+        (lambda: TransformerDecoder(8, 2, 10**400, 1), "ffn_hidden"),
+        (lambda: EncoderDecoderTransformer(10, 10**12), "target side"),
+        (lambda: SelfAttention(10**12), "the weights of SelfAttention"),
+        (lambda: KVCache(10**12), "KVCache's lists of layers"),
+    ],
+)
+def test_a_layer_too_large_is_refused_before_drawing(build, match):
+    refused(build, ValueError, match)

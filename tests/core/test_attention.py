@@ -9,6 +9,7 @@ matplotlib.use("Agg")
 import pytest
 import torch
 import torch.nn.functional as F
+from _refusals import refused
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -801,3 +802,32 @@ def test_hard_attention_refuses_a_generator_that_is_not_one():
     q, k, v = qkv()
     with pytest.raises(TypeError, match="generator"):
         hard_attention(q, k, v, mode="sample", generator="g")
+
+
+def batched_qkv():
+    g = torch.Generator().manual_seed(0)
+    return (
+        torch.randn(2, 3, 4, generator=g),
+        torch.randn(2, 5, 4, generator=g),
+        torch.randn(2, 5, 6, generator=g),
+    )
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda q, k, v: attention(q, k, v, score=None),
+        lambda q, k, v: attention_weights(q, k, score=None),
+        lambda q, k, v: hard_attention(q, k, v, score=None),
+    ],
+    ids=["attention", "attention_weights", "hard_attention"],
+)
+def test_score_none_is_refused(call):
+    q, k, v = batched_qkv()
+    refused(lambda: call(q, k, v), TypeError, "score must be a function", q)
+
+
+@pytest.mark.parametrize("function", [attention, hard_attention])
+def test_values_none_is_refused(function):
+    q, k, _ = batched_qkv()
+    refused(lambda: function(q, k, None), TypeError, "values", q, k)

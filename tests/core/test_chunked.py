@@ -740,3 +740,16 @@ def test_garbage_query_of_a_fully_masked_row_in_chunked_attention():
     out = attnbook.chunked_attention(q, k, v, mask=keep)
     out.sum().backward()
     assert torch.isfinite(out).all() and torch.isfinite(k.grad).all()
+
+
+def G():
+    return torch.Generator().manual_seed(0)
+
+
+def test_a_chunk_larger_than_the_keys_is_one_chunk():
+    g = G()
+    q, k, v = (torch.randn(2, 5, 8, generator=g) for _ in range(3))
+    mask = attnbook.causal_mask(5)
+    huge = attnbook.chunked_attention(q, k, v, mask=mask, chunk_size=10**12)
+    whole = attnbook.chunked_attention(q, k, v, mask=mask, chunk_size=5)
+    assert torch.equal(huge, whole)

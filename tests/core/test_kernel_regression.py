@@ -4,6 +4,7 @@ import math
 
 import pytest
 import torch
+from _refusals import refused
 
 import attnbook
 from attnbook import (
@@ -169,3 +170,23 @@ def test_mean_squared_error_refuses_empty_or_mismatched_tensors():
         mean_squared_error(torch.empty(0), torch.empty(0))
     with pytest.raises(ValueError, match="shape"):
         mean_squared_error(torch.zeros(3), torch.zeros(4))
+
+
+def test_gaussian_scores_below_the_range_are_minus_inf_not_nan():
+    scores = attnbook.gaussian_scores(
+        torch.tensor([0.0, 1.0]), torch.tensor([0.0, 1.0]), 1e-320
+    )
+    assert not scores.isnan().any()
+    assert torch.equal(scores.diagonal(), torch.zeros(2))
+    assert (scores[0, 1] == -torch.inf).item()
+
+
+def test_regression_target_counts_its_temporaries_before_allocating():
+    from attnbook.core.kernel_regression import regression_target
+
+    x = torch.zeros(()).expand(10**9)  # 4 GB as a copy; 12 GB in all
+    refused(lambda: regression_target(x), ValueError, "f\\(x\\) and its two")
+    small = torch.linspace(0, 5, 7)
+    assert torch.equal(
+        regression_target(small), 2 * torch.sin(small) + small.pow(0.8)
+    )

@@ -8,6 +8,7 @@ import math
 
 import pytest
 import torch
+from _refusals import refused
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -661,3 +662,16 @@ def test_position_tables_beyond_the_limit_are_refused(call):
 def test_a_base_that_makes_nan_frequencies_is_refused():
     with pytest.raises(ValueError, match="base"):
         attnbook.sinusoidal_encoding(8, 64, base=5e-324)
+
+
+def test_position_shift_matrix_refuses_a_delta_beyond_every_float():
+    refused(lambda: position_shift_matrix(10**400, 8), ValueError, "delta", 0)
+
+
+@pytest.mark.parametrize("sizes", [(10**12, 8), (8, 10**12)])
+def test_learned_positions_too_large_are_refused_before_drawing(sizes):
+    refused(
+        lambda: LearnedPositionalEmbedding(*sizes),
+        ValueError,
+        "the weights of LearnedPositionalEmbedding",
+    )

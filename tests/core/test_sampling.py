@@ -3,6 +3,7 @@ torch.multinomial takes (probe 2026-11-28, D3 and D4)."""
 
 import pytest
 import torch
+from _refusals import refused, wide
 
 import attnbook
 from attnbook import (
@@ -11,7 +12,7 @@ from attnbook import (
     sample_next_token,
 )
 from attnbook.core import sampling
-from attnbook.core.sampling import draw_categorical
+from attnbook.core.sampling import draw_categorical, top_k_filter, top_p_filter
 
 
 def test_a_row_of_only_minus_infinity_is_refused():
@@ -77,3 +78,73 @@ def test_sampling_refuses_a_temperature_that_overflows_the_logits():
     logits = torch.randn(2, 10)
     with pytest.raises(ValueError, match="temperature"):
         attnbook.next_token_distribution(logits, temperature=1e-320)
+
+
+def logits():
+    return torch.randn(2, 6, generator=torch.Generator().manual_seed(0))
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        (dict(logits=torch.tensor(1.0)), ValueError, "logits must have"),
+        (dict(logits=torch.zeros(2, 0)), ValueError, "V >= 1"),
+        (dict(temperature=10**400), ValueError, "temperature"),
+        (dict(top_p=10**400), ValueError, "top_p"),
+    ],
+)
+def test_next_token_distribution_refuses(kwargs, error, match):
+    kwargs = {"logits": logits(), **kwargs}
+    owned = kwargs["logits"]
+    refused(lambda: next_token_distribution(**kwargs), error, match, owned)
+
+
+def test_a_logits_view_beyond_the_limit_is_refused():
+    view = wide(logits())
+    for call in (
+        lambda: next_token_distribution(view),
+        lambda: sample_next_token(view, generator=torch.Generator()),
+        lambda: top_k_filter(view, 2),
+        lambda: top_p_filter(view, 0.5),
+    ):
+        refused(call, ValueError, "logits, a broadcast view")
+
+
+@pytest.mark.parametrize("p", [1e-320, 1e-60, 1e-10])
+def test_a_top_p_below_the_dtype_keeps_the_most_likely_token(p):
+    x = logits()
+    probs = next_token_distribution(x, top_p=p)
+    assert not probs.isnan().any()
+    expected = torch.zeros_like(x).scatter(-1, x.argmax(-1, True), 1.0)
+    assert torch.equal(probs, expected)
+    g = torch.Generator().manual_seed(0)
+    assert torch.equal(
+        sample_next_token(x, top_p=p, generator=g), x.argmax(-1)
+    )
+
+
+def test_sample_next_token_refuses_an_empty_vocabulary():
+    refused(
+        lambda: sample_next_token(
+            torch.zeros(2, 0), generator=torch.Generator()
+        ),
+        ValueError,
+        "logits must have shape",
+    )
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda x: top_k_filter(None, 2), "logits"),
+        (lambda x: top_k_filter(x.long(), 2), "logits"),
+        (lambda x: top_k_filter(x, 0), "top_k"),
+        (lambda x: top_k_filter(x, 2.5), "top_k"),
+        (lambda x: top_p_filter(x, None), "top_p"),
+        (lambda x: top_p_filter(x, 10**400), "top_p"),
+        (lambda x: top_p_filter(torch.tensor(1.0), 0.5), "logits"),
+    ],
+)
+def test_the_filters_check_their_arguments(call, match):
+    x = logits()
+    refused(lambda: call(x), (TypeError, ValueError), match, x)

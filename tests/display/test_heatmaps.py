@@ -8,6 +8,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
+from _refusals import refused
 
 import attnbook
 from attnbook import show_heatmaps  # noqa: E402
@@ -76,3 +77,37 @@ def test_show_heatmaps_refuses_what_it_cannot_draw(matrices):
 def test_show_heatmaps_refuses_a_grid_too_large_to_draw():
     with pytest.raises(ValueError, match="too many"):
         attnbook.show_heatmaps(torch.zeros(300, 300, 2, 2))
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        (dict(titles=2.5), TypeError, "titles must be None or a list"),
+        (dict(titles=["a"]), ValueError, "got 1 titles for 2 columns"),
+        (dict(xticklabels="x"), TypeError, "xticklabels must be None"),
+        (dict(xticklabels=-1), TypeError, "xticklabels must be None"),
+        (dict(yticklabels=["a"]), ValueError, "got 1 yticklabels for 3"),
+        (dict(figsize="x"), ValueError, r"figsize must be \(width, height\)"),
+        (dict(figsize=(2.5, -1)), ValueError, r"figsize must be \(width"),
+        (dict(cmap=""), ValueError, "cmap must be a matplotlib colour map"),
+        (dict(cmap=3), ValueError, "cmap must be"),
+        (dict(vmin=10**400), ValueError, "vmin must be None or a finite"),
+        (dict(vmax="x"), ValueError, "vmax must be None or a finite"),
+    ],
+)
+def test_show_heatmaps_checks_its_options_before_drawing(kwargs, error, match):
+    import matplotlib.pyplot as plt
+
+    from attnbook.display.figures import show_heatmaps
+
+    matrices = torch.rand(2, 2, 3, 4)
+    figures = plt.get_fignums()
+    refused(lambda: show_heatmaps(matrices, **kwargs), error, match, matrices)
+    assert plt.get_fignums() == figures  # no half-drawn figure left open
+
+
+def test_show_heatmaps_refuses_a_huge_view():
+    from attnbook.display.figures import show_heatmaps
+
+    view = torch.rand(1, 4).expand(10**9, 4)
+    refused(lambda: show_heatmaps(view), ValueError, "matrices, a broadcast")

@@ -4,6 +4,7 @@ import math
 
 import pytest
 import torch
+from _refusals import refused
 from torch import nn
 
 from attnbook.experiments.complexity import (
@@ -347,3 +348,40 @@ def test_comparison_layers_built_in_threads_match_the_serial_ones():
         return comparison_layers(8, seed=seed)["RNN"].state_dict()
 
     same_weights_in_threads(weights, range(4), rounds=5)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        (dict(layer=None), TypeError, "layer must be callable"),
+        (dict(n=0), ValueError, "n must be a positive int"),
+        (dict(dim=2.5), ValueError, "dim must be a positive int"),
+        (dict(seed=True), ValueError, "seed must be"),
+        (dict(n=10**12), ValueError, "the input of shape"),
+        (dict(layer=torch.nn.Linear(4, 4)), TypeError, "x has dtype"),
+    ],
+)
+def test_sees_first_position_checks_its_arguments(kwargs, error, match):
+    from attnbook.experiments.complexity import (
+        RecurrentLayer,
+        sees_first_position,
+    )
+
+    call = {"layer": RecurrentLayer(4).double(), "n": 6, "dim": 4, **kwargs}
+    refused(lambda: sees_first_position(**call), error, match)
+
+
+@pytest.mark.parametrize(
+    "x, error, match",
+    [
+        (None, TypeError, "x must be a torch.Tensor"),
+        (torch.randn(6, 4), ValueError, r"x must have shape \(B, n, 4\)"),
+        (torch.randn(2, 6, 0), ValueError, r"x must have shape \(B, n, 4\)"),
+        (torch.randn(2, 6, 4).double(), TypeError, "x has dtype"),
+    ],
+)
+def test_the_complexity_layers_check_x(x, error, match):
+    from attnbook.experiments.complexity import ConvStack, RecurrentLayer
+
+    for layer in (RecurrentLayer(4), ConvStack(4)):
+        refused(lambda: layer(x), error, match)

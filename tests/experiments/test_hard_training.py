@@ -6,6 +6,7 @@ import math
 
 import pytest
 import torch
+from _refusals import refused
 
 from attnbook.experiments import hard_training
 from attnbook.experiments.hard_training import (
@@ -197,3 +198,86 @@ def test_the_selection_losses_check_their_inputs(name):
         call(weights, items[0], target)
     with pytest.raises(TypeError, match="target"):
         call(weights, items, target.float())
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(steps=2.5), "steps"),
+        (dict(eval_every=0), "eval_every"),
+        (dict(seed="3"), "seed"),
+        (dict(batch_size=None), "batch_size"),
+        (dict(n_test=0), "n_test"),
+    ],
+)
+def test_train_selector_refuses_bad_settings(kwargs, match):
+    from attnbook.experiments.hard_training import train_selector
+
+    refused(lambda: train_selector("soft", **kwargs), ValueError, match)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(methods=None), "methods must be a non-empty"),
+        (dict(seeds=[]), "seeds must be a non-empty"),
+        (dict(lrs="abc"), "lrs must be a non-empty"),
+        (dict(level=None), "level must be a finite number"),
+    ],
+)
+def test_compare_selectors_checks_its_grid(kwargs, match):
+    from attnbook.experiments.hard_training import compare_selectors
+
+    refused(lambda: compare_selectors(**kwargs), ValueError, match)
+
+
+@pytest.mark.parametrize(
+    "args, error, match",
+    [
+        ((None, torch.randn(3)), TypeError, "log_probs must be a torch"),
+        ((torch.randn(3), "abc"), TypeError, "losses must be a torch"),
+        ((torch.randn(0), torch.randn(0)), ValueError, "batch >= 1"),
+        ((torch.randn(3), torch.randn(4)), ValueError, "batch must match"),
+        ((torch.randn(3), torch.randn(3) > 0), TypeError, "losses must be"),
+    ],
+)
+def test_reinforce_surrogate_checks_its_tensors(args, error, match):
+    from attnbook.experiments.hard_training import reinforce_surrogate
+
+    refused(lambda: reinforce_surrogate(*args), error, match, *args)
+
+
+@pytest.mark.parametrize("baseline", [1e300, 10**400, None, "1"])
+def test_reinforce_surrogate_refuses_a_baseline_its_dtype_cannot_hold(
+    baseline,
+):
+    from attnbook.experiments.hard_training import reinforce_surrogate
+
+    log_p, losses = torch.randn(3), torch.rand(3)
+    refused(
+        lambda: reinforce_surrogate(log_p, losses, baseline),
+        ValueError,
+        "baseline",
+        log_p,
+        losses,
+    )
+
+
+@pytest.mark.parametrize("score", [float("nan"), float("inf")])
+@pytest.mark.parametrize("name", ["reinforce_loss", "gumbel_loss"])
+def test_sampling_losses_refuse_scores_they_cannot_sample(name, score):
+    from attnbook.experiments import hard_training
+
+    items, target = hard_training.selection_task(3, 5, 4, torch.Generator())
+    w = torch.zeros((3, 5), dtype=torch.float64)
+    w[0, 0] = score
+    g = torch.Generator()
+    state = g.get_state()
+    loss = getattr(hard_training, name)
+    refused(
+        lambda: loss(w, items, target, g),
+        ValueError,
+        "scores must be finite",
+        w,
+    )
+    assert torch.equal(g.get_state(), state)

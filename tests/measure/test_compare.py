@@ -83,3 +83,15 @@ def test_integers_beyond_two_to_the_53_are_compared_exactly():
     assert agreement(extremes, extremes.flip(0), tol=1.0).startswith(
         "differ by up to 1.8e+19"
     )
+
+
+@pytest.mark.parametrize("which", ["actual", "expected"])
+def test_agreement_refuses_meta_tensors(which):
+    a, b = torch.ones(3), torch.ones(3)
+    args = {"actual": a, "expected": b, which: torch.ones(3).to("meta")}
+    with pytest.raises(ValueError, match=f"{which} is on the meta device"):
+        agreement(args["actual"], args["expected"], 1e-6)
+
+
+def test_agreement_still_compares_with_a_number():
+    assert agreement(torch.ones(3), 1.0, 1e-6) == "equal within 1e-06"

@@ -28,3 +28,14 @@ def test_bad_counts():
         with pytest.raises(ValueError, match="count must be a positive int"):
             with torch_threads(bad):
                 pass
+
+
+@pytest.mark.parametrize("count", [0, 2**31, 10**12, 2.5])
+def test_torch_threads_refuses_a_count_torch_cannot_take(count):
+    from attnbook.measure.threads import torch_threads
+
+    threads = torch.get_num_threads()
+    with pytest.raises(ValueError, match="count must be"):
+        with torch_threads(count):
+            pass
+    assert torch.get_num_threads() == threads

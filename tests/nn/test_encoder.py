@@ -3,6 +3,7 @@
 import pytest
 import torch
 import torch.nn.functional as F
+from _refusals import refused
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
@@ -428,3 +429,21 @@ def test_a_refused_encoder_leaves_the_rng():
 def test_layer_norm_refuses_an_eps_that_rounds_to_zero():
     with pytest.raises(ValueError, match="eps"):
         attnbook.LayerNorm(8, eps=1e-50)
+
+
+def test_padding_mask_refuses_a_huge_lengths_view():
+    lengths = torch.tensor([3]).expand(10**9)
+    refused(lambda: padding_mask(lengths, 5), ValueError, "valid_lens")
+
+
+@pytest.mark.parametrize(
+    "module, x",
+    [
+        (LayerNorm(8), torch.randn(2, 5, 8)),
+        (PositionWiseFFN(8, 16), torch.randn(2, 5, 8)),
+    ],
+    ids=["LayerNorm", "PositionWiseFFN"],
+)
+def test_position_wise_layers_refuse_a_huge_view(module, x):
+    view = x[:, :1].expand(2, 10**9, 8)
+    refused(lambda: module(view), ValueError, "x, a broadcast view", x)

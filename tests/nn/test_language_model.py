@@ -11,8 +11,9 @@ from importlib import resources
 import pytest
 import torch
 import torch.nn.functional as F
+from _refusals import refused, wide
 
-from attnbook import causal_mask
+from attnbook import _random, causal_mask
 from attnbook.core.attention import attention
 from attnbook.core.sampling import (
     next_token_distribution,
@@ -368,3 +369,124 @@ def test_bits_per_char_predicts_every_character_after_the_first_once():
     assert lm_task.bits_per_char(model, sample) == pytest.approx(
         total.item() / 20 / math.log(2), rel=1e-6
     )
+
+
+def language_model():
+    with _random.seeded(0):
+        model = DecoderOnlyTransformer(
+            12,
+            context_len=8,
+            embed_dim=8,
+            num_heads=2,
+            num_layers=1,
+            ffn_dim=16,
+        )
+    tokens = torch.randint(0, 12, (2, 5), generator=torch.Generator())
+    return model, tokens
+
+
+@pytest.mark.parametrize("layer", [2.5, True, None, "3", 1, 10**12, 10**400])
+def test_kv_cache_append_refuses_a_bad_layer(layer):
+    cache = KVCache(1)
+    k = torch.randn(2, 2, 3, 4)
+    cache.append(0, k, k)
+    refused(lambda: cache.append(layer, k, k), ValueError, "layer", cache, k)
+
+
+@pytest.mark.parametrize(
+    "keys, match",
+    [
+        (torch.randn(2, 2, 3, 5), "cannot join layer 0's cached"),
+        (torch.randn(3, 2, 3, 4), "cannot join layer 0's cached"),
+        (torch.randn(2, 2, 3, 4).double(), r"\(torch.float64, cpu\) cannot"),
+        (torch.randn(2, 3, 4), r"shapes \(B, h, n_new, d\)"),
+        (None, "keys must be a torch.Tensor"),
+    ],
+)
+def test_kv_cache_append_refuses_keys_that_do_not_continue(keys, match):
+    cache = KVCache(1)
+    k = torch.randn(2, 2, 3, 4)
+    cache.append(0, k, k)
+    values = torch.randn(2, 2, 3, 4) if keys is None else keys
+    refused(
+        lambda: cache.append(0, keys, values),
+        (TypeError, ValueError),
+        match,
+        cache,
+    )
+
+
+@pytest.mark.parametrize("start", [-1, 2.5, None, "3"])
+def test_embed_refuses_a_bad_start(start):
+    model, tokens = language_model()
+    refused(lambda: model.embed(tokens, start), ValueError, "start", tokens)
+
+
+@pytest.mark.parametrize(
+    "targets, error, match",
+    [
+        (None, TypeError, "targets must be a torch.Tensor"),
+        (torch.tensor(1), ValueError, "targets must have the shape"),
+        (torch.zeros(2, 0, dtype=torch.long), ValueError, "targets must have"),
+        (torch.zeros(2, 5), TypeError, "targets must hold int64"),
+        (torch.zeros(2, 5, dtype=torch.int32), TypeError, "targets must be"),
+        (torch.full((2, 5), -1), ValueError, "targets holds id -1"),
+        (torch.full((2, 5), 10**9), ValueError, "targets holds id"),
+        (torch.zeros(2, 5, dtype=torch.long).to("meta"), ValueError, "meta"),
+    ],
+)
+def test_language_model_loss_checks_targets(targets, error, match):
+    model, tokens = language_model()
+    refused(lambda: model.loss(tokens, targets), error, match, tokens)
+
+
+def test_language_model_loss_refuses_empty_inputs():
+    model, _ = language_model()
+    empty = torch.zeros(0, 5, dtype=torch.long)
+    refused(lambda: model.loss(empty, empty), ValueError, "inputs of shape")
+
+
+def test_generate_refuses_a_result_that_cannot_fit():
+    model, tokens = language_model()
+    refused(
+        lambda: model.generate(tokens, 10**12, temperature=0),
+        ValueError,
+        "the generated tokens of shape",
+        tokens,
+    )
+
+
+def test_generate_with_a_tiny_top_p_is_greedy():
+    model, tokens = language_model()
+    g = torch.Generator().manual_seed(0)
+    sampled = model.generate(tokens, 3, top_p=1e-320, generator=g)
+    assert torch.equal(sampled, model.generate(tokens, 3, temperature=0))
+
+
+def test_a_cache_of_another_model_is_refused_before_it_grows():
+    model, tokens = language_model()
+    cache = KVCache(3)
+    refused(lambda: model(tokens, cache), ValueError, "cache has 3", cache)
+    block = model.blocks[0]
+    x = torch.randn(2, 1, 8)
+    refused(
+        lambda: block.forward_cached(x, None, 0),
+        TypeError,
+        "cache must be a KVCache",
+        x,
+    )
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m, t: m(wide(t)),
+        lambda m, t: m.embed(wide(t)),
+        lambda m, t: m.loss(wide(t), t),
+        lambda m, t: m.generate(wide(t), 1, temperature=0),
+    ],
+    ids=["forward", "embed", "loss", "generate"],
+)
+def test_language_model_refuses_a_huge_token_view(call):
+    model, tokens = language_model()
+    refused(lambda: call(model, tokens), ValueError, "tokens, a broadcast")

@@ -5,6 +5,7 @@ import time
 import pytest
 import torch
 import torch.nn.functional as F
+from _refusals import refused, wide
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -12,6 +13,7 @@ import attnbook
 from attnbook import (
     AdditiveScore,
     PointerNetwork,
+    _random,
     masked_softmax,
     pretrained_sorter,
     sorting_batch,
@@ -627,3 +629,92 @@ def test_pointer_targets_must_be_int64_positions():
     target = torch.tensor([[0, 2, 1]], dtype=torch.int32)
     with pytest.raises(TypeError, match="int64"):
         model.loss(x, target)
+
+
+def pointer():
+    with _random.seeded(0):
+        model = PointerNetwork(hidden_dim=8)
+    x = torch.randn(2, 5, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        encoder_states, state = model.encode(x)
+    fed = model.start.expand(2, 1, -1).detach()
+    available = torch.ones(2, 5, dtype=torch.bool)
+    return model, x, (fed, state, encoder_states, available)
+
+
+@pytest.mark.parametrize(
+    "x, error, match",
+    [
+        (None, TypeError, "x must be a torch.Tensor"),
+        (torch.tensor(1.0), ValueError, "x must have shape"),
+        (torch.randn(1, 2, 5), ValueError, "x must have shape"),
+        (torch.randn(2, 0), ValueError, "x must hold at least one"),
+        (torch.randn(2, 5).double(), TypeError, "x has dtype"),
+        (torch.randint(0, 3, (2, 5)), TypeError, "x must be a floating"),
+        (wide(torch.randn(2, 5)), ValueError, "x, a broadcast view"),
+    ],
+)
+def test_pointer_encode_checks_x(x, error, match):
+    model, _, _ = pointer()
+    refused(lambda: model.encode(x), error, match, model.state_dict())
+
+
+@pytest.mark.parametrize(
+    "method", ["teacher_forced_scores", "forward", "loss"]
+)
+def test_pointer_methods_need_a_target(method):
+    model, x, _ = pointer()
+    refused(
+        lambda: getattr(model, method)(x, None),
+        TypeError,
+        "target must be a torch.Tensor",
+        x,
+    )
+
+
+@pytest.mark.parametrize(
+    "position, value, error, match",
+    [
+        (0, None, TypeError, "fed must be a torch.Tensor"),
+        (0, torch.randn(16), ValueError, r"fed must have shape \(2, 1, 8\)"),
+        (0, torch.randn(2, 1, 8).double(), TypeError, "fed has dtype"),
+        (0, torch.zeros(2, 1, 8, dtype=torch.long), TypeError, "fed must"),
+        (0, wide(torch.randn(2, 1, 8)), ValueError, "fed, a broadcast"),
+        (1, [], TypeError, "state must be the decoder LSTM's pair"),
+        (1, (None, None), TypeError, r"state\[0\] must be a torch.Tensor"),
+        (2, None, TypeError, "encoder_states must be a torch.Tensor"),
+        (2, torch.randn(2, 5, 3), ValueError, "encoder_states must have"),
+        (3, None, TypeError, "available must be a torch.Tensor"),
+        (3, torch.ones(2, 5), TypeError, "available must be a boolean"),
+        (3, torch.ones(2), ValueError, r"available must have shape \(2, 5\)"),
+        (3, torch.zeros(2, 5, dtype=torch.bool), ValueError, "at least one"),
+    ],
+)
+def test_pointer_step_checks_every_argument(position, value, error, match):
+    model, _, args = pointer()
+    args = list(args)
+    args[position] = value
+    owned = [a for a in args if isinstance(a, torch.Tensor)]
+    refused(lambda: model.pointer_step(*args), error, match, *owned)
+
+
+def test_pointer_step_still_gives_the_same_answer():
+    model, x, (fed, state, keys, available) = pointer()
+    choice, weights, _ = model.pointer_step(fed, state, keys, available)
+    decoder_state, _ = model.decoder(fed, state)
+    scores = model.pointer_scores(decoder_state, keys)
+    assert torch.equal(weights, scores.softmax(-1))
+    assert torch.equal(choice, weights.squeeze(1).argmax(-1))
+
+
+@pytest.mark.parametrize(
+    "target, error, match",
+    [
+        (torch.randn(2, 5), TypeError, "target must hold int64"),
+        (torch.zeros(2, 5, dtype=torch.bool), TypeError, "int64"),
+        (torch.tensor([0, 1, 2]), ValueError, r"target must have \(B, n\)"),
+        (torch.tensor([[0, 0, 1]]), ValueError, "permutation of 0..2"),
+    ],
+)
+def test_not_chosen_mask_checks_the_target(target, error, match):
+    refused(lambda: not_chosen_mask(target), error, match, target)

@@ -5,6 +5,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from _refusals import refused, wide
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -453,3 +454,26 @@ def test_garbage_padding_stays_out_of_self_attention_gradients():
     output, _ = layer(x, mask=keep[:, None, :])
     (output[0].sum() + output[1, :3].sum()).backward()  # real tokens only
     assert all(torch.isfinite(p.grad).all() for p in layer.parameters())
+
+
+@pytest.mark.parametrize(
+    "x, error, match",
+    [
+        (None, TypeError, "x must be a torch.Tensor"),
+        (torch.tensor(1.0), ValueError, "x needs shape"),
+        (torch.randn(80), ValueError, "x needs shape"),
+        (torch.randn(2, 5, 0), ValueError, "feature size"),
+        (torch.randn(2, 5, 8).double(), TypeError, "x has dtype"),
+        (torch.randn(2, 5, 8).long(), TypeError, "x must be a floating"),
+        (wide(torch.randn(2, 5, 8)), ValueError, "x, a broadcast view"),
+    ],
+)
+def test_self_attention_project_checks_x(x, error, match):
+    layer = SelfAttention(8)
+    refused(lambda: layer.project(x), error, match, layer.state_dict())
+
+
+def test_self_attention_checks_a_huge_mask_view_before_reading_it():
+    layer, x = SelfAttention(8), torch.randn(2, 5, 8)
+    mask = torch.ones(2, 1, 5, dtype=torch.bool).expand(2, 10**9, 5)
+    refused(lambda: layer(x, mask), ValueError, "mask", x)

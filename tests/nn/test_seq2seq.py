@@ -5,10 +5,12 @@ from importlib import resources
 
 import pytest
 import torch
+from _refusals import refused
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import attnbook
+from attnbook import _random
 from attnbook.measure.parameters import count_parameters
 from attnbook.nn import seq2seq
 from attnbook.nn.seq2seq import Seq2Seq
@@ -423,4 +425,32 @@ def test_train_seq2seq_checks_before_it_trains():
         train_seq2seq(model, lambda g: None, 1, log_every="3")
     assert all(
         torch.equal(before[k], v) for k, v in model.state_dict().items()
+    )
+
+
+def test_greedy_decode_refuses_a_result_that_cannot_fit():
+    from attnbook.nn.seq2seq import Seq2Seq
+
+    with _random.seeded(0):
+        model = Seq2Seq(10, 10, 4, 4)
+    src, lengths = torch.randint(3, 10, (2, 5)), torch.tensor([5, 3])
+    refused(
+        lambda: model.greedy_decode(src, lengths, 10**12),
+        ValueError,
+        "the decoded tokens",
+        src,
+        lengths,
+    )
+
+
+def test_train_seq2seq_still_needs_one_step():
+    from attnbook.nn.seq2seq import Seq2Seq, train_seq2seq
+
+    with _random.seeded(0):
+        model = Seq2Seq(10, 10, 4, 4)
+    refused(
+        lambda: train_seq2seq(model, lambda g: None, steps=0),
+        ValueError,
+        "steps must be a positive int",
+        model.state_dict(),
     )

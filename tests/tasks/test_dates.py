@@ -6,6 +6,7 @@ import re
 
 import pytest
 import torch
+from _refusals import refused
 
 from attnbook.tasks import dates
 from attnbook.tasks.dates import (
@@ -359,3 +360,11 @@ def test_translators_refuse_what_is_not_a_list_of_strings(strings):
 
     with pytest.raises(TypeError, match="list of strings"):
         SOURCE_VOCAB.encode_for_translation(strings)
+
+
+def test_random_dates_refuses_a_list_beyond_the_limit():
+    from attnbook.tasks.dates import random_dates
+
+    refused(
+        lambda: random_dates(10**12, torch.Generator()), ValueError, "dates"
+    )

@@ -7,6 +7,7 @@ import math
 
 import pytest
 import torch
+from _refusals import refused
 
 import attnbook
 from attnbook import BytePairEncoder
@@ -208,3 +209,26 @@ def test_loading_the_language_model_leaves_the_rng():
     state = torch.get_rng_state()
     attnbook.pretrained_language_model()
     assert torch.equal(state, torch.get_rng_state())
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(steps=None), "steps"),
+        (dict(lr=-1.0), "lr"),
+        (dict(weight_decay=float("nan")), "weight_decay"),
+        (dict(warmup=10**400), "warmup"),
+        (dict(seed=2.5), "seed"),
+        (dict(batch_size=10**12), "batch_size"),
+        (dict(config="x"), "config must be a dict"),
+    ],
+)
+def test_train_language_model_refuses_bad_settings_before_training(
+    kwargs, match
+):
+    from attnbook.tasks.language_model import train_language_model
+
+    call = {"steps": 1, "batch_size": 2, "progress": False, **kwargs}
+    refused(
+        lambda: train_language_model(**call), (TypeError, ValueError), match
+    )

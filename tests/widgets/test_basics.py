@@ -5,6 +5,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
+import pytest
 import torch  # noqa: E402
 
 from attnbook import nadaraya_watson, regression_data  # noqa: E402
@@ -93,3 +94,26 @@ def test_a_move_updates_the_figure_behind_the_explorer():
     )
     assert right.images[0].get_array().shape == (100, 120)
     assert "100 queries × 120 keys" in right.get_title()
+
+
+def test_explorer_figures_refuse_what_is_not_a_figure_or_a_view():
+    import matplotlib.pyplot as plt
+
+    from attnbook.widgets.basics import (
+        kernel_regression_view,
+        plot_kernel_regression,
+        update_kernel_regression_figure,
+    )
+
+    view = kernel_regression_view()
+    for bad in (None, {}, "x"):
+        with pytest.raises(TypeError, match="view must be the dict"):
+            plot_kernel_regression(bad)
+    fig = plot_kernel_regression(view)
+    try:
+        for bad in (None, 3, torch.nn.Linear(2, 2)):
+            with pytest.raises(TypeError, match="fig must be the matplotlib"):
+                update_kernel_regression_figure(bad, view)
+        assert update_kernel_regression_figure(fig, view)
+    finally:
+        plt.close(fig)
