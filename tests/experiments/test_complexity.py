@@ -385,3 +385,11 @@ def test_the_complexity_layers_check_x(x, error, match):
 
     for layer in (RecurrentLayer(4), ConvStack(4)):
         refused(lambda: layer(x), error, match)
+
+
+def test_median_forward_time_names_a_layer_that_cannot_take_x():
+    layer, x = torch.nn.Linear(2, 2), torch.randn(2, 6, 4)
+    state = torch.random.get_rng_state()
+    with pytest.raises(ValueError, match=r"Linear\) cannot take x of shape"):
+        median_forward_time(layer, x)
+    assert torch.equal(torch.random.get_rng_state(), state)

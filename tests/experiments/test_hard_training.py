@@ -281,3 +281,9 @@ def test_sampling_losses_refuse_scores_they_cannot_sample(name, score):
         w,
     )
     assert torch.equal(g.get_state(), state)
+
+
+def test_the_leave_one_out_baseline_refuses_a_huge_view_before_allocating():
+    huge = torch.zeros(1).expand(10**9)
+    with pytest.raises(ValueError, match=r"baselines of shape \(2, 10+\)"):
+        leave_one_out_baseline(huge)

@@ -18,6 +18,7 @@ from attnbook.experiments.kv_sharing import (
     cached_numbers_per_token,
     kv_sharing_results,
     pool_kv_heads,
+    results_json,
 )
 from attnbook.measure.parameters import count_parameters
 from attnbook.nn.language_model import DecoderOnlyBlock
@@ -280,3 +281,15 @@ def test_the_wide_mqa_arm_matches_the_multi_head_parameters():
             )
     assert counts["mqa"] < counts["mha"] - 90_000
     assert abs(counts["mqa-wide"] - counts["mha"]) < 0.001 * counts["mha"]
+
+
+@pytest.mark.parametrize("config", [None, "x", [("num_kv_heads", 2)]])
+def test_cached_numbers_per_token_needs_a_dict(config):
+    with pytest.raises(TypeError, match="config must be a dict"):
+        cached_numbers_per_token(config)
+
+
+@pytest.mark.parametrize("records", [None, "abc", [None], [{"seed": 0}]])
+def test_results_json_needs_run_variant_records(records):
+    with pytest.raises(TypeError, match="records must be a list"):
+        results_json(records)
