@@ -356,3 +356,99 @@ def test_date_and_copy_helpers_check_their_arguments(call, error, match):
 
 def G():
     return torch.Generator().manual_seed(0)
+
+
+@pytest.mark.parametrize("bad", [None, "3", 2.5, 10**400])
+def test_the_evaluation_generators_name_a_bad_size(bad):
+    from attnbook.tasks import long_context, recall
+
+    with pytest.raises(ValueError, match="length (must be|= 1)"):
+        long_context.eval_generator(bad)
+    with pytest.raises(ValueError, match="pairs (must be|= 1)"):
+        recall.eval_generator(bad)
+    with pytest.raises(ValueError, match="pairs (must be|= 1)"):
+        recall.evaluation_batch(bad, sequences=2)
+
+
+@pytest.mark.parametrize("model", [None, 3])
+def test_the_accuracies_need_a_model(model):
+    from attnbook.tasks import long_context, recall
+
+    with pytest.raises(TypeError, match="model must be a"):
+        long_context.accuracy(model, 64, batches=1, batch_size=2)
+    with pytest.raises(TypeError, match="model must be a"):
+        long_context.accuracy_by_length(model, (64,))
+    with pytest.raises(TypeError, match="model must be a"):
+        recall.recall_accuracy(model, 4, sequences=2)
+    with pytest.raises(ValueError, match="PositionSchemeTransformer"):
+        long_context.scale(torch.nn.Linear(2, 2), "yarn", 128)
+
+
+def test_the_drawing_helpers_name_bad_arguments():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from attnbook.display.diagrams import weight_line
+    from attnbook.display.long_context import draw_rope_turns
+    from attnbook.display.rotary import draw_rotated_pairs
+
+    fig, ax = plt.subplots()
+    try:
+        with pytest.raises(ValueError, match="start must be a point"):
+            weight_line(ax, [], (1.0, 1.0), 0.5)
+        with pytest.raises(ValueError, match=r"weight must be in \[0, 1\]"):
+            weight_line(ax, (0, 0), (1.0, 1.0), float("nan"))
+        weight_line(ax, (0, 0), (1.0, 1.0), torch.tensor(0.5))
+        with pytest.raises(ValueError, match="trained must be an int >= 2"):
+            draw_rope_turns(8, None, 64)
+        with pytest.raises(ValueError, match="vector contains NaN"):
+            draw_rotated_pairs(
+                torch.tensor([1.0, float("nan")]), [(0, range(3))]
+            )
+        with pytest.raises(TypeError, match="vector must be a floating"):
+            draw_rotated_pairs(
+                torch.ones(4, dtype=torch.long), [(0, range(3))]
+            )
+    finally:
+        plt.close("all")
+
+
+def test_trainings_refuse_steps_that_would_run_for_years():
+    from attnbook._checks import require_training
+    from attnbook.experiments.luong_bahdanau import training_targets
+    from attnbook.nn.seq2seq import Seq2Seq, train_seq2seq
+
+    with pytest.raises(ValueError, match="steps = 1000000000000 is more than"):
+        require_training(steps=10**12)
+    require_training(steps=10**7, batch_size=2)
+    with pytest.raises(ValueError, match="steps = 1000000000000 is more"):
+        training_targets(0, 10**12, 2)
+    torch.manual_seed(0)
+    model = Seq2Seq(10, 10, 8, 8)
+    before = [p.detach().clone() for p in model.parameters()]
+    with pytest.raises(ValueError, match="steps = 1000000000000 is more"):
+        train_seq2seq(model, lambda: None, steps=10**12, lr=1e-3, seed=0)
+    for old, new in zip(before, model.parameters()):
+        assert torch.equal(old, new)
+
+
+def test_more_steps_or_layers_than_the_book_could_run_are_refused_at_once():
+    # the probe's 10**12 steps (card lookup, RoPE fine-tuning) and 10**12
+    # layers (the position-scheme model) ran until killed
+    from attnbook.nn.position_schemes import PositionSchemeTransformer
+    from attnbook.tasks.card_lookup import train_card_lookup
+    from attnbook.tasks.long_context import finetune_rope
+
+    with pytest.raises(ValueError, match="steps"):
+        train_card_lookup(steps=10**12)
+    model = PositionSchemeTransformer("rope", 16, 8, 2, 1, 32)
+    with pytest.raises(ValueError, match="steps"):
+        finetune_rope(model, "pi", steps=10**12)
+    state = torch.get_rng_state()
+    with pytest.raises(
+        ValueError, match="weights of PositionSchemeTransformer"
+    ):
+        PositionSchemeTransformer("rope", 16, 8, 2, 10**12, 32)
+    assert torch.equal(state, torch.get_rng_state())

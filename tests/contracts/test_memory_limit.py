@@ -9,6 +9,7 @@ import attnbook
 from attnbook import (
     AdditiveScore,
     MultiHeadAttention,
+    PointerNetwork,
     attention,
     chunked_attention,
     dot_score,
@@ -157,3 +158,47 @@ def test_huge_models_are_refused_before_drawing(build):
 )
 def test_a_layer_too_large_is_refused_before_drawing(build, match):
     refused(build, ValueError, match)
+
+
+def _batch_calls():
+    from attnbook.tasks.convex_hull import hull_batch
+    from attnbook.tasks.induction import repeated_batch
+    from attnbook.tasks.long_context import lab_batch
+    from attnbook.tasks.recall import recall_batch
+
+    huge = 10**12
+    return [
+        ("repeated_batch", lambda g: repeated_batch(huge, 3, 8, 10, g)),
+        ("repeated_batch", lambda g: repeated_batch(2, 3, huge, 10, g)),
+        ("lab_batch", lambda g: lab_batch(huge, 48, g)),
+        ("hull_batch", lambda g: hull_batch(huge, 6, g)),
+        ("hull_batch", lambda g: hull_batch(2, huge, g)),
+        ("recall_batch", lambda g: recall_batch(huge, 3, g)),
+        ("recall_batch", lambda g: recall_batch(2, 3, g, num_keys=huge)),
+    ]
+
+
+@pytest.mark.parametrize("index", range(7))
+def test_batch_makers_refuse_a_batch_beyond_the_memory_limit(index):
+    name, call = _batch_calls()[index]
+    generator = torch.Generator().manual_seed(0)
+    state = generator.get_state()
+    with pytest.raises(ValueError, match=r"the batch.* would take .* GiB"):
+        call(generator)
+    assert torch.equal(generator.get_state(), state), name
+
+
+def test_evaluations_and_sequence_sets_bound_their_work():
+    from attnbook.nn.attention_only import AttentionOnlyTransformer
+    from attnbook.tasks.induction import evaluate
+    from attnbook.tasks.order_classifier import training_sequences
+    from attnbook.tasks.sorting import sorting_accuracy
+
+    torch.manual_seed(0)
+    model = AttentionOnlyTransformer(64, 64, 8, 2, 1)
+    with pytest.raises(ValueError, match="the evaluation tokens of shape"):
+        evaluate(model, batches=10**12, batch_size=2)
+    with pytest.raises(ValueError, match="the evaluation sequences of shape"):
+        sorting_accuracy(PointerNetwork(8), 5, num_sequences=10**12)
+    with pytest.raises(ValueError, match="the training sequences of shape"):
+        training_sequences(steps=10**12, batch_size=2, seed=0, max_len=6)

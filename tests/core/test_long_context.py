@@ -468,3 +468,12 @@ def test_nothing_touches_the_global_random_state():
     alibi_bias(4, 5)
     rope_frequencies(16, scaling="yarn", factor=4.0, original_context=64)
     assert torch.equal(state, torch.get_rng_state())
+
+
+def test_rope_score_by_distance_refuses_no_frequency():
+    from attnbook.core.long_context import rope_score_by_distance
+
+    with pytest.raises(ValueError, match="at least one frequency"):
+        rope_score_by_distance(torch.randn(0), torch.arange(5.0))
+    score = rope_score_by_distance(torch.ones(2), torch.zeros(1))
+    assert score.tolist() == [1.0]

@@ -218,3 +218,14 @@ def test_scores_refuse_other_models(small_lm):
         one = AttentionOnlyTransformer(8, 16, 8, 2, 1)
     with pytest.raises(ValueError, match="two layers"):
         key_heads(one)
+
+
+@pytest.mark.parametrize("seed", [None, True, 2.5, "3", 10**400])
+def test_induction_model_scores_names_a_bad_seed(seed):
+    from attnbook.experiments.head_circuits import induction_model_scores
+    from attnbook.nn.attention_only import AttentionOnlyTransformer
+
+    torch.manual_seed(0)
+    model = AttentionOnlyTransformer(10, 8, 8, 2, 1)
+    with pytest.raises(ValueError, match="seed"):
+        induction_model_scores(model, period=3, batch_size=2, seed=seed)

@@ -144,3 +144,27 @@ def test_the_shipped_sweep_matches_a_rerun_and_its_recipe():
         ]  # fmt: skip
         area = [sum(map(sum, r["val_accuracy"])) for r in rivals]
         assert sum(map(sum, chosen["val_accuracy"])) == max(area)
+
+
+def test_scale_training_evaluate_and_best_rows_name_bad_arguments():
+    from attnbook.experiments.scale_training import (
+        ProjectedDotScore,
+        best_rows,
+        evaluate,
+        noisy_copy_task,
+    )
+
+    data = noisy_copy_task(2, 3, 4, 5, generator=torch.Generator())
+    model = ProjectedDotScore(5, True)
+    accuracy, loss = evaluate(model, data)
+    assert 0 <= accuracy <= 1 and loss > 0
+    with pytest.raises(TypeError, match="model must be a ProjectedDotScore"):
+        evaluate(torch.nn.Linear(2, 2), data)
+    with pytest.raises(TypeError, match="data must be"):
+        evaluate(model, data[:2])
+    with pytest.raises(ValueError, match="targets"):
+        evaluate(model, (data[0], data[1], data[2][:1]))
+    with pytest.raises(TypeError, match="data's queries"):
+        evaluate(model, ("queries", data[1], data[2]))
+    with pytest.raises(TypeError, match="sweep must be"):
+        best_rows({})

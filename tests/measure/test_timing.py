@@ -148,3 +148,34 @@ def test_interleaved_medians_uses_the_clock_it_is_given():
         clock=time.thread_time,
     )
     assert busy["spin"] >= 0
+
+
+def test_timings_refuse_a_count_that_would_run_for_hours():
+    from attnbook.experiments.complexity import median_forward_time
+    from attnbook.measure.timing import (
+        interleaved_medians,
+        mean_call_time,
+        median_call_time,
+    )
+
+    def noop():
+        return None
+
+    calls = [
+        (lambda: mean_call_time(noop, 10**12), "number"),
+        (lambda: median_call_time(noop, repeats=10**12), "repeats"),
+        (lambda: interleaved_medians({"a": noop}, repeats=10**12), "repeats"),
+        (lambda: interleaved_medians({"a": noop}, warmup=10**12), "warmup"),
+        (
+            lambda: median_forward_time(
+                torch.nn.Identity(), torch.randn(2, 3), repeats=10**12
+            ),
+            "repeats",
+        ),
+    ]
+    for call, name in calls:
+        with pytest.raises(
+            ValueError, match=rf"{name} = 1000000000000 is more than 1,000,000"
+        ):
+            call()
+    assert mean_call_time(noop, 3) >= 0

@@ -194,3 +194,24 @@ def test_date_transformer_beam_width_one_translates_as_greedy():
     texts = ["Monday, May 3, 1999", "3/5/1999", "1999 May 3", "2099-12-31"]
     assert translator.translate_beam(texts, 1) == translator.translate(texts)
     assert translator.translate_beam([], 3) == []
+
+
+@pytest.mark.parametrize(
+    "tokens, match",
+    [
+        (None, "tokens must be a torch.Tensor"),
+        (torch.tensor(3), "tokens must have 2 dimensions"),
+        (torch.zeros(2, 0, dtype=torch.long), "T >= 1"),
+        (torch.full((2, 4), 99), "tokens holds id 99"),
+    ],
+)
+def test_sequence_log_probs_names_bad_tokens(tokens, match):
+    from attnbook.nn.beam_search import sequence_log_probs
+    from attnbook.nn.decoder import EncoderDecoderTransformer
+
+    torch.manual_seed(0)
+    model = EncoderDecoderTransformer(10, 10, 8, 2, 16, 1, 1)
+    src, lens = torch.randint(3, 10, (2, 5)), torch.tensor([5, 3])
+    with pytest.raises((TypeError, ValueError), match=match):
+        sequence_log_probs(model, src, lens, tokens)
+    assert sequence_log_probs(model, src, lens, torch.ones(2, 4).long()).shape

@@ -6,6 +6,7 @@ against the count baselines."""
 import gzip
 import hashlib
 import math
+import time
 from importlib import resources
 
 import pytest
@@ -13,7 +14,12 @@ import torch
 import torch.nn.functional as F
 from _refusals import refused, wide
 
-from attnbook import _random, causal_mask
+from attnbook import (
+    _random,
+    causal_mask,
+    matrix_memory_limit,
+    sliding_window_mask,
+)
 from attnbook.core.attention import attention
 from attnbook.core.sampling import (
     next_token_distribution,
@@ -490,3 +496,43 @@ def test_a_cache_of_another_model_is_refused_before_it_grows():
 def test_language_model_refuses_a_huge_token_view(call):
     model, tokens = language_model()
     refused(lambda: call(model, tokens), ValueError, "tokens, a broadcast")
+
+
+@pytest.fixture
+def tiny_lm():
+    torch.manual_seed(0)
+    return DecoderOnlyTransformer(10, 8, 8, 2, 1, 16)
+
+
+MANY_ROWS = torch.randint(0, 10, (1, 5)).expand(10**6, 5)
+
+
+def _refused_fast(call, match):
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=match):
+        call()
+    assert time.perf_counter() - start < 5
+
+
+def test_a_language_model_refuses_a_million_rows_before_the_work(tiny_lm):
+    _refused_fast(
+        lambda: tiny_lm(MANY_ROWS, mask=sliding_window_mask(5, window=2)),
+        r"tokens of shape \(1000000, 5\): a forward computes about "
+        r"[\d.]+ GiB of activations \(limit 4.0 GiB\)",
+    )
+
+
+def test_generate_refuses_a_million_rows_before_sampling(tiny_lm):
+    generator = torch.Generator().manual_seed(0)
+    state = generator.get_state()
+    _refused_fast(
+        lambda: tiny_lm.generate(MANY_ROWS, 2, top_k=3, generator=generator),
+        r"tokens of shape \(1000000, 5\)",
+    )
+    assert torch.equal(generator.get_state(), state)
+
+
+def test_the_activation_bound_leaves_ordinary_batches_alone(tiny_lm):
+    tokens = torch.randint(0, 10, (64, 8))
+    assert tiny_lm(tokens).shape == (64, 8, 10)
+    assert matrix_memory_limit() == 4 * 2**30

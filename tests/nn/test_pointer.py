@@ -718,3 +718,42 @@ def test_pointer_step_still_gives_the_same_answer():
 )
 def test_not_chosen_mask_checks_the_target(target, error, match):
     refused(lambda: not_chosen_mask(target), error, match, target)
+
+
+def _refused_fast(call, match):
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=match):
+        call()
+    assert time.perf_counter() - start < 5
+
+
+def test_a_pointer_network_refuses_a_million_rows_before_decoding():
+    torch.manual_seed(0)
+    network = PointerNetwork(8)
+    many = torch.rand(1, 5).expand(10**6, 5)
+    _refused_fast(
+        lambda: network.decode(many),
+        r"x of shape \(1000000, 5\): a pointer network computes",
+    )
+    assert network.decode(torch.rand(3, 5)).shape == (3, 5)
+
+
+@pytest.mark.parametrize(
+    "module, input_dim, hidden_dim, match",
+    [
+        (None, 1, 8, "module must be a torch.nn.Module"),
+        ("m", 2.5, 8, "input_dim must be a positive int"),
+        ("m", 1, None, "hidden_dim must be a positive int"),
+        ("m", 1, 10**12, "the weights of the pointer layers"),
+    ],
+)
+def test_add_pointer_layers_names_bad_sizes(
+    module, input_dim, hidden_dim, match
+):
+    from attnbook.nn.pointer import add_pointer_layers
+
+    module = torch.nn.Module() if module == "m" else module
+    state = torch.get_rng_state()
+    with pytest.raises((TypeError, ValueError), match=match):
+        add_pointer_layers(module, input_dim, hidden_dim)
+    assert torch.equal(torch.get_rng_state(), state)

@@ -242,3 +242,63 @@ def test_hull_errors_agree_with_exact_match_and_with_a_true_hull():
     # a simple polygon on the points lies inside their hull
     simple = result["area_ratio"][result["simple"]]
     assert (simple <= 1 + 1e-12).all()
+
+
+def test_the_hull_pointer_files_are_checked_as_the_sorter_files(tmp_path):
+    from attnbook.nn.hull_pointer import HullPointerNetwork
+    from attnbook.tasks.convex_hull import load_hull_pointer, save_hull_pointer
+
+    torch.manual_seed(0)
+    model = HullPointerNetwork(8)
+    with pytest.raises(TypeError, match="model must be a HullPointerNetwork"):
+        save_hull_pointer(torch.nn.Linear(2, 2), tmp_path / "a.pt")
+    with pytest.raises(TypeError, match="path must be a file path"):
+        save_hull_pointer(model, "")
+    with pytest.raises(TypeError, match="info must be a dict"):
+        save_hull_pointer(model, tmp_path / "a.pt", info="x")
+    with pytest.raises(TypeError, match="path must be a file path"):
+        load_hull_pointer(None)
+    junk = tmp_path / "junk.pt"
+    junk.write_bytes(b"not a checkpoint")
+    with pytest.raises(ValueError, match="could not be read as a saved hull"):
+        load_hull_pointer(junk)
+    torch.save({"weights": torch.zeros(1)}, tmp_path / "other.pt")
+    with pytest.raises(ValueError, match="does not hold a saved HullPointer"):
+        load_hull_pointer(tmp_path / "other.pt")
+    save_hull_pointer(model, tmp_path / "ok.pt", info={"n": 1})
+    loaded, info = load_hull_pointer(tmp_path / "ok.pt")
+    assert info == {"n": 1}
+    for a, b in zip(model.parameters(), loaded.parameters()):
+        assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize(
+    "target, error, match",
+    [
+        (torch.zeros(2, 0, dtype=torch.long), ValueError, "L >= 1"),
+        (
+            torch.ones(2, 7, dtype=torch.bool),
+            TypeError,
+            "target must be int64",
+        ),
+        (torch.full((2, 7), -1), ValueError, "a vertex first"),
+        (torch.full((2, 7), 6), ValueError, r"positions in \[0, 6\)"),
+        (torch.zeros(3, 7, dtype=torch.long), ValueError, "target has 3 rows"),
+    ],
+)
+def test_the_hull_loss_refuses_a_target_it_cannot_score(target, error, match):
+    from attnbook.nn.hull_pointer import HullPointerNetwork
+
+    torch.manual_seed(0)
+    model = HullPointerNetwork(8)
+    with pytest.raises(error, match=match):
+        model.loss(torch.rand(2, 6, 2), target)
+
+
+def test_the_hull_loss_is_finite_on_a_true_hull():
+    from attnbook.nn.hull_pointer import HullPointerNetwork
+    from attnbook.tasks.convex_hull import hull_batch
+
+    torch.manual_seed(0)
+    points, target = hull_batch(4, 6, torch.Generator().manual_seed(0))
+    assert torch.isfinite(HullPointerNetwork(8).loss(points, target))

@@ -329,3 +329,25 @@ def test_the_four_more_seeds_are_pinned_and_learn_the_task():
                 run["one_layer"](tokens), tokens, predictable
             )
         assert two < 0.5 and one > 2.5, seed
+
+
+@pytest.mark.parametrize(
+    "logits, tokens, match",
+    [
+        (torch.randn(2, 8), None, "logits must have shape"),
+        (torch.randn(2, 8, 0), None, "vocab >= 1"),
+        (torch.randn(2, 8, 5).long(), None, "logits must be a floating"),
+        (None, torch.randint(0, 5, (2, 8)).int(), "tokens must be int64"),
+        (None, torch.randint(0, 5, (2, 8)).float(), "tokens must hold"),
+        (None, torch.full((2, 8), 7), r"tokens holds id 7, outside \[0, 5\)"),
+        (torch.randn(1, 2, 8, 5), None, "logits must have shape"),
+    ],
+)
+def test_predictable_loss_names_bad_logits_and_tokens(logits, tokens, match):
+    from attnbook.tasks.induction import predictable_loss
+
+    logits = torch.randn(2, 8, 5) if logits is None else logits
+    tokens = torch.randint(0, 5, (2, 8)) if tokens is None else tokens
+    predictable = torch.ones(2, 8, dtype=torch.bool)
+    with pytest.raises((TypeError, ValueError), match=match):
+        predictable_loss(logits, tokens, predictable)

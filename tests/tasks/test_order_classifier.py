@@ -295,3 +295,13 @@ def test_without_heads_removes_only_the_chosen_heads():
         without_heads(torch.nn.Linear(2, 2), [])
     with pytest.raises(TypeError, match="pairs of ints"):
         without_heads(model, [1])
+
+
+def test_held_out_batch_documents_its_draws_from_the_global_generator():
+    from attnbook.tasks.order_classifier import held_out_batch
+
+    assert "None: torch's global" in " ".join(held_out_batch.__doc__.split())
+    generator = torch.Generator().manual_seed(0)
+    state = torch.get_rng_state()
+    held_out_batch(4, set(), max_len=6, generator=generator)
+    assert torch.equal(torch.get_rng_state(), state)

@@ -77,3 +77,38 @@ def test_training_leaves_the_global_random_stream_alone():
     state = torch.get_rng_state()
     referent.train_referent_model(1, steps=2)
     assert torch.equal(state, torch.get_rng_state())
+
+
+@pytest.fixture
+def referent_inputs():
+    from attnbook.tasks.referent import encode
+
+    sentences = [
+        "the trophy did not fit in the suitcase because it was too big",
+        "the red box did not fit in the tin because it was too small",
+    ]
+    return encode(sentences)[:2]
+
+
+@pytest.mark.parametrize(
+    "edit, match",
+    [
+        (lambda ids, it: (ids.float(), it), "ids must hold int64"),
+        (lambda ids, it: (ids[0], it), "ids must have 2 dimensions"),
+        (lambda ids, it: (ids * 0 - 1, it), "ids holds id -1"),
+        (lambda ids, it: (ids.tolist(), it), "ids must be a torch.Tensor"),
+        (lambda ids, it: (ids, it.float()), "it_index must be int64"),
+        (lambda ids, it: (ids, it[None]), r"it_index must be int64 of shape"),
+        (lambda ids, it: (ids, it + 100), r"it_index must be positions in"),
+    ],
+)
+def test_the_referent_model_names_bad_sentences(referent_inputs, edit, match):
+    from attnbook.tasks.referent import ReferentModel
+
+    torch.manual_seed(0)
+    model = ReferentModel(8)
+    ids, it_index = edit(*referent_inputs)
+    with pytest.raises((TypeError, ValueError), match=match):
+        model(ids, it_index)
+    row, weights = model(*referent_inputs)
+    assert row.shape == referent_inputs[0].shape

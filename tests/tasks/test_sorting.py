@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import attnbook
-from attnbook import _weights
+from attnbook import PointerNetwork, _weights
 from attnbook.tasks import sorting as pointer
 
 
@@ -129,3 +129,54 @@ def test_a_crafted_sorter_file_is_refused_before_it_allocates(tmp_path):
     )
     with pytest.raises(ValueError, match="save_sorter"):
         load_sorter(path)
+
+
+def test_teacher_forced_training_needs_a_generator_and_leaves_the_rng():
+    from attnbook.tasks.sorting import sorting_batch, teacher_forced_training
+
+    torch.manual_seed(0)
+    network = PointerNetwork(8)
+    before = [p.detach().clone() for p in network.parameters()]
+    state = torch.get_rng_state()
+    with pytest.raises(TypeError, match="generator must be a torch.Gen"):
+        teacher_forced_training(
+            network, sorting_batch, None, steps=1, batch_size=2,
+            lengths=(3, 4), lr=1e-3, final_lr=1e-4,
+        )  # fmt: skip
+    assert torch.equal(torch.get_rng_state(), state)
+    for old, new in zip(before, network.parameters()):
+        assert torch.equal(old, new)
+
+
+@pytest.mark.parametrize(
+    "change, error, match",
+    [
+        ({"steps": 10**12}, ValueError, "steps"),
+        ({"final_lr": 0.0}, ValueError, "final_lr"),
+        ({"model": torch.nn.Linear(2, 2)}, TypeError, "loss"),
+        ({"draw_batch": None}, TypeError, "draw_batch"),
+        ({"lengths": (3,)}, TypeError, "lengths"),
+        ({"lengths": (4, 3)}, ValueError, "lengths"),
+    ],
+    ids=["steps", "final_lr", "model", "draw_batch", "pair", "order"],
+)
+def test_teacher_forced_training_refuses_before_training(change, error, match):
+    # the probe's 10**12 steps trained until killed, changing the model
+    from attnbook.tasks.sorting import sorting_batch, teacher_forced_training
+
+    torch.manual_seed(0)
+    network = PointerNetwork(8)
+    before = [p.detach().clone() for p in network.parameters()]
+    settings = dict(
+        model=network, draw_batch=sorting_batch,
+        generator=torch.Generator().manual_seed(0), steps=1, batch_size=2,
+        lengths=(3, 4), lr=1e-3, final_lr=1e-4,
+    )  # fmt: skip
+    settings.update(change)
+    model, draw, generator = (
+        settings.pop(k) for k in ("model", "draw_batch", "generator")
+    )
+    with pytest.raises(error, match=match):
+        teacher_forced_training(model, draw, generator, **settings)
+    for old, new in zip(before, network.parameters()):
+        assert torch.equal(old, new)
