@@ -4,11 +4,12 @@ restore the global random state when they refuse."""
 import pytest
 import torch
 from _refusals import refused
+from _threads import same_weights_in_threads
 
 from attnbook import _random
 
 
-# D9 (b): a refused constructor leaves torch's global random state alone.
+# A refused constructor leaves torch's global random state alone.
 def test_a_constructor_that_fails_midway_restores_the_rng():
     from attnbook._random import restores_rng_on_error
 
@@ -22,33 +23,6 @@ def test_a_constructor_that_fails_midway_restores_the_rng():
     state = torch.get_rng_state()
     with pytest.raises(ValueError):
         Half()
-    assert torch.equal(state, torch.get_rng_state())
-
-
-# D4: seeded builds from several threads get their seed's weights.
-def same_weights_in_threads(make, seeds, rounds=3):
-    """Build ``make(seed)`` for every seed from one thread each, ``rounds``
-    times; assert every build equals the serial one and the caller's RNG is
-    unchanged."""
-    import threading
-
-    expected = [make(seed) for seed in seeds]
-    results = [None] * len(seeds)
-    state = torch.get_rng_state()
-
-    def work(i, seed):
-        for _ in range(rounds):
-            results[i] = make(seed)
-
-    threads = [
-        threading.Thread(target=work, args=(i, s)) for i, s in enumerate(seeds)
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    for got, want in zip(results, expected):
-        assert all(torch.equal(got[k], want[k]) for k in want)
     assert torch.equal(state, torch.get_rng_state())
 
 

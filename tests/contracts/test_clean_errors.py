@@ -4,6 +4,7 @@ across the package, before any work is done."""
 import pytest
 import torch
 from _refusals import refused
+from _tensors import seeded_randn
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -31,13 +32,6 @@ from attnbook.measure import timing
 from attnbook.nn import seq2seq
 from attnbook.tasks import card_lookup as lookup
 
-
-def _randn(*shape, seed=0, dtype=torch.float32):
-    return torch.randn(
-        *shape, generator=torch.Generator().manual_seed(seed), dtype=dtype
-    )
-
-
 BAD_SIZES = [0, -1, True, False, 2.5, None, "4"]
 
 
@@ -59,7 +53,7 @@ BAD_SIZES = [0, -1, True, False, 2.5, None, "4"]
         lambda a: TransformerEncoderBlock(8, 2, a),
         lambda a: TransformerEncoder(a, 8, 2, 8, 1),
         lambda a: PointerNetwork(a),
-        lambda a: split_heads(_randn(2, 3, 8), a),
+        lambda a: split_heads(seeded_randn(2, 3, 8), a),
         lambda a: attnbook.PositionalEncoding(a),
         lambda a: attnbook.LearnedPositionalEmbedding(4, a),
     ],
@@ -99,11 +93,11 @@ def test_dropout_must_be_a_probability(build, dropout):
     "call, message",
     [
         (
-            lambda: split_heads(_randn(2, 3, 8), 3),
+            lambda: split_heads(seeded_randn(2, 3, 8), 3),
             "not divisible by num_heads = 3",
         ),
-        (lambda: split_heads(_randn(8), 2), "x needs shape"),
-        (lambda: merge_heads(_randn(3, 4)), "x needs shape"),
+        (lambda: split_heads(seeded_randn(8), 2), "x needs shape"),
+        (lambda: merge_heads(seeded_randn(3, 4)), "x needs shape"),
         (lambda: lengths_to_mask(None, 5), "valid_lens must be"),
         (
             lambda: attnbook.padding_mask(torch.tensor(3), 5),
@@ -111,34 +105,36 @@ def test_dropout_must_be_a_probability(build, dropout):
         ),
         (
             lambda: attention(
-                _randn(2, 3, 4), _randn(3, 5, 4), _randn(3, 5, 2)
+                seeded_randn(2, 3, 4),
+                seeded_randn(3, 5, 4),
+                seeded_randn(3, 5, 2),
             ),
             "do not broadcast",
         ),
         (
-            lambda: scaled_dot_score(_randn(3, 0), _randn(5, 0)),
+            lambda: scaled_dot_score(seeded_randn(3, 0), seeded_randn(5, 0)),
             "feature size d >= 1",
         ),
         (
             lambda: chunked_attention(
-                _randn(3, 0), _randn(5, 0), _randn(5, 2)
+                seeded_randn(3, 0), seeded_randn(5, 0), seeded_randn(5, 2)
             ),
             "feature size d >= 1",
         ),
         (
             lambda: attention(
-                _randn(3, 4),
-                _randn(5, 4),
-                _randn(5, 2),
+                seeded_randn(3, 4),
+                seeded_randn(5, 4),
+                seeded_randn(5, 2),
                 score=lambda q, k: torch.zeros(3, 4),
             ),
             "score returned shape",
         ),
         (
             lambda: (
-                StreamingAttention(_randn(3, 4))
-                .update(_randn(5, 4), _randn(5, 2))
-                .update(_randn(5, 4), _randn(5, 3))
+                StreamingAttention(seeded_randn(3, 4))
+                .update(seeded_randn(5, 4), seeded_randn(5, 2))
+                .update(seeded_randn(5, 4), seeded_randn(5, 3))
             ),
             "earlier blocks had 2",
         ),

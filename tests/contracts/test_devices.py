@@ -3,6 +3,7 @@ that names the devices; inputs on one device pass untouched."""
 
 import pytest
 import torch
+from _tensors import qkv
 
 import attnbook
 from attnbook import (
@@ -14,16 +15,7 @@ from attnbook import (
 )
 
 
-def qkv(n_q=3, n_k=5, d=4, d_v=2, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    return (
-        torch.randn(n_q, d, generator=g),
-        torch.randn(n_k, d, generator=g),
-        torch.randn(n_k, d_v, generator=g),
-    )
-
-
-# D3: a mask or keys on another device are refused, not silently misused.
+# A mask or keys on another device are refused, not silently misused.
 @pytest.mark.parametrize(
     "call",
     [

@@ -3,6 +3,7 @@ inputs, instead of failing deep inside PyTorch."""
 
 import pytest
 import torch
+from _tensors import seeded_randn
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -24,12 +25,6 @@ from attnbook import (
 )
 
 HALF = (torch.float16, torch.bfloat16)
-
-
-def _randn(*shape, seed=0, dtype=torch.float32):
-    return torch.randn(
-        *shape, generator=torch.Generator().manual_seed(seed), dtype=dtype
-    )
 
 
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
@@ -74,7 +69,7 @@ def test_every_module_names_a_dtype_mismatch(name, module_dtype, input_dtype):
     make, call = _module_calls()[name]
     torch.manual_seed(0)
     module = make().to(module_dtype)
-    x = _randn(2, 5, 8).to(input_dtype)
+    x = seeded_randn(2, 5, 8).to(input_dtype)
     if module_dtype == input_dtype:
         if module_dtype in HALF and name == "PointerNetwork.decode":
             return  # LSTMs have no half-precision CPU kernels
@@ -112,15 +107,15 @@ def test_every_tensor_function_names_a_dtype_mismatch(
     function, position, first, other
 ):
     args = [
-        _randn(3, 4).to(first),
-        _randn(5, 4, seed=1).to(first),
-        _randn(5, 2, seed=2).to(first),
+        seeded_randn(3, 4).to(first),
+        seeded_randn(5, 4, seed=1).to(first),
+        seeded_randn(5, 2, seed=2).to(first),
     ]
     if function == "nadaraya_watson":
         args = [
-            _randn(3).to(first),
-            _randn(5, seed=1).to(first),
-            _randn(5, seed=2).to(first),
+            seeded_randn(3).to(first),
+            seeded_randn(5, seed=1).to(first),
+            seeded_randn(5, seed=2).to(first),
         ]
     args[position] = args[position].to(other)
     call = {

@@ -3,6 +3,7 @@ neither overflow nor drift from a float32 reference."""
 
 import pytest
 import torch
+from _tensors import seeded_randn
 
 from attnbook import (
     MultiHeadAttention,
@@ -13,12 +14,6 @@ from attnbook import (
 )
 
 HALF = (torch.float16, torch.bfloat16)
-
-
-def _randn(*shape, seed=0, dtype=torch.float32):
-    return torch.randn(
-        *shape, generator=torch.Generator().manual_seed(seed), dtype=dtype
-    )
 
 
 @pytest.mark.parametrize("dtype", HALF)
@@ -38,7 +33,7 @@ def test_half_attention_does_not_overflow(dtype):
 @pytest.mark.parametrize("dtype", HALF)
 def test_half_modules_match_a_float32_reference(dtype):
     torch.manual_seed(0)
-    x = _randn(2, 5, 16) * 30
+    x = seeded_randn(2, 5, 16) * 30
     for make in (
         lambda: MultiHeadAttention(16, 2),
         lambda: SelfAttention(16),

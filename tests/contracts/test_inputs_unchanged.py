@@ -4,16 +4,11 @@ scores (or any other input) it does not own."""
 import math
 
 import torch
+from _tensors import seeded_randn
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnbook import attention, attention_weights, hard_attention
-
-
-def _randn(*shape, seed=0, dtype=torch.float32):
-    return torch.randn(
-        *shape, generator=torch.Generator().manual_seed(seed), dtype=dtype
-    )
 
 
 def _caller_owned_scores(kind, queries, keys, owned):
@@ -42,11 +37,11 @@ def test_scores_the_caller_owns_are_never_overwritten(
 ):
     n_q, n_k = 3, 5
     queries, keys, values = (
-        _randn(n_q, 6, seed=seed),
-        _randn(n_k, 6, seed=seed + 1),
-        _randn(n_k, 2, seed=seed + 2),
+        seeded_randn(n_q, 6, seed=seed),
+        seeded_randn(n_k, 6, seed=seed + 1),
+        seeded_randn(n_k, 2, seed=seed + 2),
     )
-    owned = _randn(n_q, n_k, seed=seed + 3)
+    owned = seeded_randn(n_q, n_k, seed=seed + 3)
     if kind == "parameter":
         owned = torch.nn.Parameter(owned)
     score = _caller_owned_scores(kind, queries, keys, owned)
@@ -75,7 +70,7 @@ def test_scores_the_caller_owns_are_never_overwritten(
 
 def test_fresh_scores_are_still_overwritten_in_place():
     """The memory saving stays: no second n_q x n_k buffer for the library's own scores."""
-    q, k = _randn(4, 8), _randn(6, 8)
+    q, k = seeded_randn(4, 8), seeded_randn(6, 8)
     with torch.no_grad():
         expected = torch.softmax(q @ k.T / math.sqrt(8), dim=-1)
         assert torch.allclose(attention_weights(q, k), expected, atol=1e-6)

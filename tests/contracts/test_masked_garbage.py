@@ -3,6 +3,7 @@ gradient, whichever function applies the mask."""
 
 import pytest
 import torch
+from _tensors import seeded_randn
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,16 +17,13 @@ from attnbook import (
 )
 
 
-def _randn(*shape, seed=0, dtype=torch.float32):
-    return torch.randn(
-        *shape, generator=torch.Generator().manual_seed(seed), dtype=dtype
-    )
-
-
 def _masked_run(function, where, garbage, seed):
     torch.manual_seed(seed)
-    q = _randn(2, 3, 4, seed=seed).requires_grad_()
-    k, v = _randn(2, 5, 4, seed=seed + 1), _randn(2, 5, 4, seed=seed + 2)
+    q = seeded_randn(2, 3, 4, seed=seed).requires_grad_()
+    k, v = (
+        seeded_randn(2, 5, 4, seed=seed + 1),
+        seeded_randn(2, 5, 4, seed=seed + 2),
+    )
     if garbage is not None:
         (k if where == "keys" else v)[1, 3:] = garbage
     k.requires_grad_()
@@ -47,7 +45,7 @@ def _masked_run(function, where, garbage, seed):
     else:
         torch.manual_seed(0)
         out = MultiHeadAttention(4, 2)(q, k, v, mask=keep[:, None, None, :])[0]
-    out.backward(_randn(*out.shape, seed=99))
+    out.backward(seeded_randn(*out.shape, seed=99))
     return out.detach(), q.grad, k.grad[:, :3], v.grad[:, :3]
 
 
@@ -71,10 +69,12 @@ def test_garbage_under_the_mask_reaches_no_output_or_gradient(
 
 
 def test_causal_mask_hides_a_nan_future_value():
-    v = _randn(4, 2)
+    v = seeded_randn(4, 2)
     v[3] = float("nan")
     causal = torch.ones(4, 4, dtype=torch.bool).tril()
-    out = attention(_randn(4, 3), _randn(4, 3, seed=1), v, mask=causal)[0]
+    out = attention(
+        seeded_randn(4, 3), seeded_randn(4, 3, seed=1), v, mask=causal
+    )[0]
     assert (
         torch.isfinite(out[:3]).all() and torch.isnan(out[3]).all()
     )  # the query that keeps it sees NaN
@@ -98,8 +98,8 @@ def test_causal_mask_hides_a_future_garbage_key_from_earlier_gradients(
     causal = torch.ones(4, 4, dtype=torch.bool).tril()
 
     def run(value):
-        q = _randn(4, 3).requires_grad_()
-        k, v = _randn(4, 3, seed=1), _randn(4, 2, seed=2)
+        q = seeded_randn(4, 3).requires_grad_()
+        k, v = seeded_randn(4, 3, seed=1), seeded_randn(4, 2, seed=2)
         (k if where == "keys" else v)[3] = value
         k.requires_grad_()
         if score.startswith("chunked"):
@@ -122,7 +122,7 @@ def test_causal_mask_hides_a_future_garbage_key_from_earlier_gradients(
                 }[score],
                 mask=causal,
             )[0][:3]
-        out.backward(_randn(3, 2, seed=3))
+        out.backward(seeded_randn(3, 2, seed=3))
         return out.detach(), q.grad[:3]
 
     for clean, dirty in zip(run(0.5), run(garbage)):

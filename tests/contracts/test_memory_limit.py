@@ -4,6 +4,7 @@ it is allocated, and the limit can be read and changed."""
 import pytest
 import torch
 from _refusals import refused
+from _tensors import seeded_randn
 
 import attnbook
 from attnbook import (
@@ -28,12 +29,6 @@ from attnbook.nn.language_model import KVCache
 from attnbook.nn.self_attention import SelfAttention
 
 
-def _randn(*shape, seed=0, dtype=torch.float32):
-    return torch.randn(
-        *shape, generator=torch.Generator().manual_seed(seed), dtype=dtype
-    )
-
-
 def test_too_big_a_score_matrix_is_refused_before_allocation():
     x = torch.zeros(1, 1).expand(200_000, 1)
     with pytest.raises(
@@ -52,7 +47,7 @@ def test_too_big_a_score_matrix_is_refused_before_allocation():
 
 
 def test_the_limit_can_be_changed():
-    q = _randn(64, 4)
+    q = seeded_randn(64, 4)
     previous = attnbook.set_matrix_memory_limit(1000)
     try:
         with pytest.raises(ValueError, match=r"\(64, 64\)"):
@@ -90,7 +85,7 @@ def refused_before_allocating(build) -> None:
     assert torch.equal(state, torch.get_rng_state())
 
 
-# D8: every large allocation is checked against the memory limit first.
+# Every large allocation is checked against the memory limit first.
 @pytest.mark.parametrize(
     "call",
     [
@@ -108,7 +103,7 @@ def test_huge_allocations_are_refused_before_they_start(call):
     refused_before_allocating(call)
 
 
-# D8, D9 (b), D10, D14 in the Transformer's modules.
+# The same in the Transformer's modules.
 @pytest.mark.parametrize(
     "build",
     [

@@ -3,6 +3,7 @@ restores it, and seeded builds give the same model in any thread."""
 
 import pytest
 import torch
+from _threads import same_weights_in_threads
 
 import attnbook
 from attnbook.nn import seq2seq
@@ -68,33 +69,6 @@ def test_refused_constructors_do_not_move_the_global_rng():
     assert torch.equal(state, torch.random.get_rng_state())
 
 
-# D4: seeded builds from several threads get their seed's weights.
-def same_weights_in_threads(make, seeds, rounds=3):
-    """Build ``make(seed)`` for every seed from one thread each, ``rounds``
-    times; assert every build equals the serial one and the caller's RNG is
-    unchanged."""
-    import threading
-
-    expected = [make(seed) for seed in seeds]
-    results = [None] * len(seeds)
-    state = torch.get_rng_state()
-
-    def work(i, seed):
-        for _ in range(rounds):
-            results[i] = make(seed)
-
-    threads = [
-        threading.Thread(target=work, args=(i, s)) for i, s in enumerate(seeds)
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    for got, want in zip(results, expected):
-        assert all(torch.equal(got[k], want[k]) for k in want)
-    assert torch.equal(state, torch.get_rng_state())
-
-
 def test_every_module_of_the_package_restores_the_rng_when_refused():
     import importlib
     import inspect
@@ -117,7 +91,7 @@ def test_every_module_of_the_package_restores_the_rng_when_refused():
     assert not unguarded
 
 
-# D4: the book's seeded builders, from several threads at once.
+# The book's seeded builders, from several threads at once.
 @pytest.mark.parametrize(
     "build",
     ["build_date_transformer", "placement_classifier"],

@@ -10,6 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from _refusals import refused
+from _tensors import qkv, seeded_randn
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -747,34 +748,19 @@ def test_a_score_of_another_dtype_is_returned_in_the_inputs_dtype():
     assert torch.allclose(output, expected, atol=1e-6)
 
 
-def _randn(*shape, seed=0, dtype=torch.float32):
-    return torch.randn(
-        *shape, generator=torch.Generator().manual_seed(seed), dtype=dtype
-    )
-
-
 @pytest.mark.parametrize("mode", ["argmax", "sample"])
 def test_hard_attention_refuses_nan_scores(mode):
     with pytest.raises(ValueError, match="NaN"):
         hard_attention(
             torch.tensor([[float("nan"), 0.0]]),
-            _randn(3, 2),
-            _randn(3, 1),
+            seeded_randn(3, 2),
+            seeded_randn(3, 1),
             mode=mode,
             generator=torch.Generator().manual_seed(0),
         )
 
 
-def qkv(n_q=3, n_k=5, d=4, d_v=2, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    return (
-        torch.randn(n_q, d, generator=g),
-        torch.randn(n_k, d, generator=g),
-        torch.randn(n_k, d_v, generator=g),
-    )
-
-
-# D5 (a): a NaN query whose every key is masked reaches no gradient.
+# A NaN query whose every key is masked reaches no gradient.
 def test_garbage_query_of_a_fully_masked_row_stays_out_of_gradients():
     q, k, v = qkv()
     q[1] = float("nan")

@@ -10,6 +10,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+from _tensors import qkv, seeded_randn
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
@@ -637,12 +638,6 @@ def test_online_softmax_through_autograd_keeps_every_block_of_weights():
     )  # the n / c blocks add up to the whole weight matrix
 
 
-def _randn(*shape, seed=0, dtype=torch.float32):
-    return torch.randn(
-        *shape, generator=torch.Generator().manual_seed(seed), dtype=dtype
-    )
-
-
 def test_streaming_float16_past_65504_keys():
     n_k = 70_000
     q, k, v = (
@@ -655,7 +650,7 @@ def test_streaming_float16_past_65504_keys():
 
 
 def test_bfloat16_chunked_error_matches_plain_attention():
-    q, k, v = (_randn(64, 32, seed=s) for s in range(3))
+    q, k, v = (seeded_randn(64, 32, seed=s) for s in range(3))
     exact = attention(q.double(), k.double(), v.double())[0]
     qb, kb, vb = (t.to(torch.bfloat16) for t in (q, k, v))
     plain = (attention(qb, kb, vb)[0].double() - exact).abs().max()
@@ -667,16 +662,7 @@ def test_bfloat16_chunked_error_matches_plain_attention():
     assert chunked <= 1.5 * plain + 1e-3
 
 
-def qkv(n_q=3, n_k=5, d=4, d_v=2, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    return (
-        torch.randn(n_q, d, generator=g),
-        torch.randn(n_k, d, generator=g),
-        torch.randn(n_k, d_v, generator=g),
-    )
-
-
-# D7: chunked_attention's backward pass.
+# chunked_attention's backward pass.
 def test_chunked_backward_allocates_for_the_keys_it_has():
     q = torch.randn(4, 8, requires_grad=True)
     out = attnbook.chunked_attention(
@@ -705,7 +691,7 @@ def test_chunked_attention_over_no_keys_keeps_the_graph():
     assert (out == 0).all() and (q.grad == 0).all()
 
 
-# D11: infinite scores give attention's limit, or a clear error when streaming.
+# Infinite scores give attention's limit, or a clear error when streaming.
 @pytest.mark.parametrize("value", [float("inf"), -float("inf")])
 def test_chunked_attention_equals_attention_for_infinite_scores(value):
     q, k, v = qkv()

@@ -132,7 +132,7 @@ def test_nadaraya_watson_nan_query_stays_nan():
     assert torch.isnan(predictions[0]) and torch.isfinite(predictions[1])
 
 
-# D13: kernel regression's data, target and extreme bandwidths.
+# Kernel regression's data, target and extreme bandwidths.
 @pytest.mark.parametrize(
     "kwargs",
     [

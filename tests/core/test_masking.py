@@ -197,7 +197,7 @@ def test_causal_mask_too_large_names_its_sizes():
 
 
 def test_inplace_refuses_an_expanded_view_before_writing():
-    # probe 2026-11-28, D1: the shared row used to get -inf written into it.
+    # The shared row used to get -inf written into it.
     row = torch.randn(1, 4)
     before = row.clone()
     keep = torch.tensor([[True, False, True, True]] * 3)
@@ -245,7 +245,7 @@ def test_masked_softmax_keeps_a_kept_nan_visible():
     assert torch.equal(masked, torch.tensor([[0.5, 0.0, 0.5]]))
 
 
-# D12: a kept score equal to the dtype's most negative number is a score.
+# A kept score equal to the dtype's most negative number is a score.
 @pytest.mark.parametrize(
     "dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64]
 )
@@ -269,7 +269,7 @@ def test_a_fully_masked_row_is_zeros_and_its_gradient_finite():
     assert torch.allclose(weights[0].sum(), torch.tensor(1.0))
 
 
-# D13: plausible misuse of the core API gets a clear error.
+# Plausible misuse of the core API gets a clear error.
 @pytest.mark.parametrize("dim", [2, -3, 1.0, "x"])
 def test_masked_softmax_refuses_a_bad_dim(dim):
     with pytest.raises((ValueError, TypeError), match="dim"):

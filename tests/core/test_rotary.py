@@ -261,7 +261,7 @@ def test_bad_input(x, positions, error, match):
         apply_rotary(x, positions)
 
 
-# D13, D14, D16, D17: smaller misuse, each with a clear error.
+# Smaller misuse, each with a clear error.
 def test_rotary_positions_beyond_every_float_are_refused():
     x = torch.randn(4, 8)
     with pytest.raises(ValueError, match="finite"):

@@ -1,5 +1,5 @@
 """Sampling a token: rows with no possible token, and more categories than
-torch.multinomial takes (probe 2026-11-28, D3 and D4)."""
+torch.multinomial takes."""
 
 import pytest
 import torch

@@ -5,6 +5,7 @@ import math
 import pytest
 import torch
 from _refusals import refused
+from _threads import same_weights_in_threads
 from torch import nn
 
 from attnbook.experiments.complexity import (
@@ -304,33 +305,6 @@ def test_time_layers_warms_every_layer_up_before_timing(monkeypatch):
     complexity.time_layers([4, 8], dim=4, repeats=1, min_seconds=1e-5)
     # 3 layers x 2 lengths x 3 warm-up calls before the first calibration
     assert calls[0] == 18
-
-
-# D4: seeded builds from several threads get their seed's weights.
-def same_weights_in_threads(make, seeds, rounds=3):
-    """Build ``make(seed)`` for every seed from one thread each, ``rounds``
-    times; assert every build equals the serial one and the caller's RNG is
-    unchanged."""
-    import threading
-
-    expected = [make(seed) for seed in seeds]
-    results = [None] * len(seeds)
-    state = torch.get_rng_state()
-
-    def work(i, seed):
-        for _ in range(rounds):
-            results[i] = make(seed)
-
-    threads = [
-        threading.Thread(target=work, args=(i, s)) for i, s in enumerate(seeds)
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    for got, want in zip(results, expected):
-        assert all(torch.equal(got[k], want[k]) for k in want)
-    assert torch.equal(state, torch.get_rng_state())
 
 
 @pytest.mark.parametrize("lengths", [[4, 4, 4], [0, 4, 8], [-1, 2, 3]])

@@ -14,7 +14,7 @@ def test_random_queries_and_keys_refuses_a_huge_dim():
         random_queries_and_keys(10**12)
 
 
-# D14: extreme but accepted parameters give an error, not NaN statistics.
+# Extreme but accepted parameters give an error, not NaN statistics.
 def test_softmax_statistics_refuses_a_temperature_that_overflows():
     from attnbook.experiments.score_scaling import softmax_statistics
 

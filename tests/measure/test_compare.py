@@ -72,7 +72,7 @@ def test_bad_input_is_refused_naming_the_argument(args, error, words):
 
 
 def test_integers_beyond_two_to_the_53_are_compared_exactly():
-    # float64 cannot tell 2**53 + 1 from 2**53 (probe 2026-11-28, D5).
+    # float64 cannot tell 2**53 + 1 from 2**53.
     big = torch.tensor([2**53 + 1])
     assert agreement(big, torch.tensor([2**53]), tol=1e-6).startswith(
         "differ by up to 1.0e+00"

@@ -3,7 +3,6 @@
 import pytest
 
 
-# D16: smaller contract breaks.
 def test_score_matrix_bytes_takes_whole_chunks_and_torch_dtypes():
     from attnbook.measure.memory import score_matrix_bytes
 

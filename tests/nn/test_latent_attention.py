@@ -193,7 +193,7 @@ def test_bad_inputs_are_named():
 
 
 def test_garbage_the_mask_never_uses_reaches_no_gradient():
-    # probe 2026-11-28, D2: NaN in a padding token, or in a cached latent that
+    # NaN in a padding token, or in a cached latent that
     # every query masks, used to reach every projection's gradient (0 * NaN)
     from attnbook import MultiHeadLatentAttention, causal_mask
 

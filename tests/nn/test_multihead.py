@@ -9,6 +9,7 @@ import math
 import matplotlib
 import pytest
 import torch
+from _tensors import seeded_randn
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
@@ -811,12 +812,6 @@ def test_grouped_module_takes_unbatched_inputs_as_torch_does():
     assert (single_weights - weights[1]).abs().max() < 1e-12
 
 
-def _randn(*shape, seed=0, dtype=torch.float32):
-    return torch.randn(
-        *shape, generator=torch.Generator().manual_seed(seed), dtype=dtype
-    )
-
-
 B, H, N, E = 2, 2, 4, 8
 
 
@@ -863,7 +858,7 @@ def _multihead_callers():
 def test_masks_that_could_be_misread_are_refused(caller, shape):
     call = _multihead_callers()[caller]
     with pytest.raises(ValueError, match=r"\(n_q, n_k\)|\(n, n\)"):
-        call(_randn(B, N, E), BAD_MASKS[shape])
+        call(seeded_randn(B, N, E), BAD_MASKS[shape])
 
 
 @pytest.mark.parametrize(
@@ -872,14 +867,14 @@ def test_masks_that_could_be_misread_are_refused(caller, shape):
 @pytest.mark.parametrize("shape", list(GOOD_MASKS))
 def test_unambiguous_masks_are_accepted(caller, shape):
     call = _multihead_callers()[caller]
-    call(_randn(B, N, E), GOOD_MASKS[shape])
+    call(seeded_randn(B, N, E), GOOD_MASKS[shape])
 
 
 def test_padding_of_sequence_j_never_lands_on_head_j():
     """B equals the number of heads: the (B, 1, n) mask would be accepted and misapplied; now it is refused."""
     torch.manual_seed(0)
     mha = MultiHeadAttention(E, H)
-    x = _randn(B, N, E)
+    x = seeded_randn(B, N, E)
     _, weights = mha(x, x, x, mask=_KEEP[:, None, None, :])
     assert (weights[1, :, :, 2:] == 0).all() and (weights[0] > 0).all()
     with pytest.raises(ValueError, match="keep\\[:, None, None, :\\]"):
@@ -888,9 +883,9 @@ def test_padding_of_sequence_j_never_lands_on_head_j():
 
 def test_single_head_functions_still_broadcast():
     out, weights = attention(
-        _randn(B, 3, 4),
-        _randn(B, N, 4),
-        _randn(B, N, 2),
+        seeded_randn(B, 3, 4),
+        seeded_randn(B, N, 4),
+        seeded_randn(B, N, 2),
         mask=_KEEP[:, None, :],
     )
     assert (weights[1, :, 2:] == 0).all()
@@ -912,7 +907,7 @@ def test_load_torch_weights_refuses_what_it_cannot_represent(option):
     assert all(torch.equal(a, b) for a, b in zip(before, ours.parameters()))
 
 
-# D5 (b): garbage in masked padding reaches no parameter's gradient.
+# Garbage in masked padding reaches no parameter's gradient.
 def test_garbage_in_masked_memory_stays_out_of_multihead_gradients():
     g = torch.Generator().manual_seed(0)
     with attnbook._random.keep_global_rng():

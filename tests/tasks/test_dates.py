@@ -341,7 +341,7 @@ def test_dates_helpers_refuse_bad_arguments():
         dates.date_spans(None)
 
 
-# D9 (a): the date functions never draw from torch's global generator.
+# The date functions never draw from torch's global generator.
 @pytest.mark.parametrize(
     "name", ["random_dates", "random_date_pairs", "date_batch"]
 )

@@ -84,7 +84,6 @@ def test_the_pin_is_a_constant_of_the_code():
     )
 
 
-# The chapter tasks and models (D8, D9a, D10, D13-D16 in chapters 5-8).
 def test_sorting_batch_needs_a_generator():
     from attnbook.tasks.sorting import sorting_batch
 
