@@ -1,8 +1,8 @@
 """JupyterLab as `make lab` starts it on book/ (`jupyter lab
 --config=lab/jupyter_lab_config.py`).
 
-tests/book/test_lab.py starts Lab with this same file, so what it checks is what a
-reader gets.
+tests/book/test_lab.py starts Lab with this same file, so what it checks is
+what a reader gets.
 """
 
 from pathlib import Path

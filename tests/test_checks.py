@@ -4,11 +4,12 @@ import random
 
 import pytest
 import torch
-from _refusals import wide
 
 import attnbook
 from attnbook import _checks
 from attnbook._checks import all_finite, broadcast_shapes
+
+from _refusals import wide
 
 
 @pytest.mark.parametrize(

@@ -3,10 +3,11 @@ restore the global random state when they refuse."""
 
 import pytest
 import torch
-from _refusals import refused
-from _threads import same_weights_in_threads
 
 from attnbook import _random
+
+from _refusals import refused
+from _threads import same_weights_in_threads
 
 
 # A refused constructor leaves torch's global random state alone.

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from conftest import ROOT, toc_documents
 
 pytestmark = pytest.mark.browser

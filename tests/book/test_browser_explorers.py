@@ -18,10 +18,11 @@ from functools import lru_cache
 
 import numpy as np
 import pytest
-from conftest import ROOT
 from PIL import Image
 
 from attnbook.display.figures import BOOK_COLUMN_PX, MIN_TEXT_PX
+
+from conftest import ROOT
 
 pytestmark = pytest.mark.browser
 

@@ -13,8 +13,9 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
 from pybtex.database import parse_file
+
+from conftest import ROOT
 
 BIB = ROOT / "references.bib"
 PAGES = sorted((ROOT / "book").glob("*.ipynb")) + sorted(

@@ -27,8 +27,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SCREENSHOTS, venv_bin
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+from conftest import ROOT, SCREENSHOTS, venv_bin
 
 pytestmark = pytest.mark.lab
 

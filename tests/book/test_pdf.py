@@ -16,6 +16,7 @@ from pathlib import Path
 from urllib.parse import urljoin, urlparse
 
 import pytest
+
 from conftest import HTML, ROOT, require, require_chromium, toc_documents
 
 PDF = ROOT / "_build" / "pdf" / "attention-from-scratch.pdf"

@@ -3,8 +3,6 @@ across the package, before any work is done."""
 
 import pytest
 import torch
-from _refusals import refused
-from _tensors import seeded_randn
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -31,6 +29,9 @@ from attnbook.experiments import norm_placement
 from attnbook.measure import timing
 from attnbook.nn import seq2seq
 from attnbook.tasks import card_lookup as lookup
+
+from _refusals import refused
+from _tensors import seeded_randn
 
 BAD_SIZES = [0, -1, True, False, 2.5, None, "4"]
 

@@ -3,7 +3,6 @@ that names the devices; inputs on one device pass untouched."""
 
 import pytest
 import torch
-from _tensors import qkv
 
 import attnbook
 from attnbook import (
@@ -13,6 +12,8 @@ from attnbook import (
     hard_attention,
     masked_softmax,
 )
+
+from _tensors import qkv
 
 
 # A mask or keys on another device are refused, not silently misused.

@@ -3,7 +3,6 @@ inputs, instead of failing deep inside PyTorch."""
 
 import pytest
 import torch
-from _tensors import seeded_randn
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,6 +22,8 @@ from attnbook import (
     nadaraya_watson,
     scaled_dot_score,
 )
+
+from _tensors import seeded_randn
 
 HALF = (torch.float16, torch.bfloat16)
 

@@ -3,7 +3,6 @@ neither overflow nor drift from a float32 reference."""
 
 import pytest
 import torch
-from _tensors import seeded_randn
 
 from attnbook import (
     MultiHeadAttention,
@@ -12,6 +11,8 @@ from attnbook import (
     attention,
     chunked_attention,
 )
+
+from _tensors import seeded_randn
 
 HALF = (torch.float16, torch.bfloat16)
 

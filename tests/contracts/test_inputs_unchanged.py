@@ -4,11 +4,12 @@ scores (or any other input) it does not own."""
 import math
 
 import torch
-from _tensors import seeded_randn
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnbook import attention, attention_weights, hard_attention
+
+from _tensors import seeded_randn
 
 
 def _caller_owned_scores(kind, queries, keys, owned):

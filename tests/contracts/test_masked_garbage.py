@@ -3,7 +3,6 @@ gradient, whichever function applies the mask."""
 
 import pytest
 import torch
-from _tensors import seeded_randn
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -15,6 +14,8 @@ from attnbook import (
     lengths_to_mask,
     scaled_dot_score,
 )
+
+from _tensors import seeded_randn
 
 
 def _masked_run(function, where, garbage, seed):

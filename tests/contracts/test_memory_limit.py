@@ -3,8 +3,6 @@ it is allocated, and the limit can be read and changed."""
 
 import pytest
 import torch
-from _refusals import refused
-from _tensors import seeded_randn
 
 import attnbook
 from attnbook import (
@@ -27,6 +25,9 @@ from attnbook.nn.encoder import (
 )
 from attnbook.nn.language_model import KVCache
 from attnbook.nn.self_attention import SelfAttention
+
+from _refusals import refused
+from _tensors import seeded_randn
 
 
 def test_too_big_a_score_matrix_is_refused_before_allocation():

@@ -3,13 +3,14 @@ restores it, and seeded builds give the same model in any thread."""
 
 import pytest
 import torch
-from _threads import same_weights_in_threads
 
 import attnbook
 from attnbook.nn import seq2seq
 from attnbook.nn.decoder import TransformerDecoderBlock
 from attnbook.tasks import card_lookup as lookup
 from attnbook.tasks import sorting as pointer
+
+from _threads import same_weights_in_threads
 
 
 def _rng_untouched(call):

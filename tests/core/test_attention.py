@@ -9,8 +9,6 @@ matplotlib.use("Agg")
 import pytest
 import torch
 import torch.nn.functional as F
-from _refusals import refused
-from _tensors import qkv, seeded_randn
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -45,6 +43,9 @@ from attnbook.widgets.soft_hard import (
     soft_hard_view,
     update_soft_hard_figure,
 )
+
+from _refusals import refused
+from _tensors import qkv, seeded_randn
 
 
 def _gen(seed):

@@ -10,7 +10,6 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-from _tensors import qkv, seeded_randn
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
@@ -26,6 +25,8 @@ from attnbook.widgets.chunked import (  # noqa: E402
     plot_chunked,
     update_chunked_figure,
 )
+
+from _tensors import qkv, seeded_randn
 
 TOLERANCE = {torch.float64: 1e-12, torch.float32: 1e-5}
 

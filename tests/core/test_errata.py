@@ -3,12 +3,13 @@ encoding refuses what it cannot compute, with clear errors."""
 
 import pytest
 import torch
-from _refusals import refused
 
 from attnbook.core.errata import (
     Source002PositionalEncoding,
     source_002_encoding,
 )
+
+from _refusals import refused
 
 
 def test_source_002_encoding_too_large_is_refused():

@@ -4,7 +4,6 @@ import math
 
 import pytest
 import torch
-from _refusals import refused
 
 import attnbook
 from attnbook import (
@@ -13,6 +12,8 @@ from attnbook import (
     regression_data,
     regression_target,
 )
+
+from _refusals import refused
 
 
 def test_weights_and_predictions_equal_the_kernel_formula_elementwise():

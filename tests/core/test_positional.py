@@ -8,7 +8,6 @@ import math
 
 import pytest
 import torch
-from _refusals import refused
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -30,6 +29,8 @@ from attnbook.widgets.positional import (
     positional_view,
     update_positional_figure,
 )
+
+from _refusals import refused
 
 FAST = settings(max_examples=40, deadline=None)
 

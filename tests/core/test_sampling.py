@@ -3,7 +3,6 @@ torch.multinomial takes."""
 
 import pytest
 import torch
-from _refusals import refused, wide
 
 import attnbook
 from attnbook import (
@@ -13,6 +12,8 @@ from attnbook import (
 )
 from attnbook.core import sampling
 from attnbook.core.sampling import draw_categorical, top_k_filter, top_p_filter
+
+from _refusals import refused, wide
 
 
 def test_a_row_of_only_minus_infinity_is_refused():

@@ -8,10 +8,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
-from _refusals import refused
 
 import attnbook
 from attnbook import show_heatmaps  # noqa: E402
+
+from _refusals import refused
 
 
 def test_grid_layout_and_pixel_values():

@@ -4,8 +4,6 @@ import math
 
 import pytest
 import torch
-from _refusals import refused
-from _threads import same_weights_in_threads
 from torch import nn
 
 from attnbook.experiments.complexity import (
@@ -22,6 +20,9 @@ from attnbook.experiments.complexity import (
     sequential_operations,
     time_layers,
 )
+
+from _refusals import refused
+from _threads import same_weights_in_threads
 
 
 def test_layers_keep_the_shape_of_the_sequence():

@@ -6,7 +6,6 @@ import math
 
 import pytest
 import torch
-from _refusals import refused
 
 from attnbook.experiments import hard_training
 from attnbook.experiments.hard_training import (
@@ -25,6 +24,8 @@ from attnbook.experiments.hard_training import (
     steps_to_accuracy,
     train_selector,
 )
+
+from _refusals import refused
 
 
 def _gen(seed):

@@ -3,7 +3,6 @@
 import pytest
 import torch
 import torch.nn.functional as F
-from _refusals import refused
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
@@ -17,6 +16,8 @@ from attnbook import (
     TransformerEncoderBlock,
 )
 from attnbook.nn.encoder import PositionWiseFFN, padding_mask
+
+from _refusals import refused
 
 
 def _gen(seed):

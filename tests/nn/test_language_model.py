@@ -12,7 +12,6 @@ from importlib import resources
 import pytest
 import torch
 import torch.nn.functional as F
-from _refusals import refused, wide
 
 from attnbook import (
     _random,
@@ -33,6 +32,8 @@ from attnbook.nn.language_model import (
 )
 from attnbook.tasks import language_model as lm_task
 from attnbook.tasks import text
+
+from _refusals import refused, wide
 
 
 def data_file(name: str) -> bytes:

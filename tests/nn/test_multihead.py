@@ -9,7 +9,6 @@ import math
 import matplotlib
 import pytest
 import torch
-from _tensors import seeded_randn
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
@@ -23,6 +22,8 @@ from attnbook import (
     merge_heads,
     split_heads,
 )
+
+from _tensors import seeded_randn
 
 matplotlib.use("Agg")
 
@@ -553,13 +554,13 @@ def test_the_figure_updates_in_place_and_returns_the_same_artists():
 
 
 def test_the_explorer_shows_the_figure_of_the_current_controls():
-    from _pixels import differing_pixels, drawn_in_full
-
     from attnbook.widgets.multihead import (
         multihead_explorer,
         multihead_view,
         plot_multihead,
     )
+
+    from _pixels import differing_pixels, drawn_in_full
 
     box = multihead_explorer(num_heads=4, head=1)
     heads, chosen = box.children[0].children

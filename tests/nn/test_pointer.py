@@ -5,7 +5,6 @@ import time
 import pytest
 import torch
 import torch.nn.functional as F
-from _refusals import refused, wide
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -26,6 +25,8 @@ from attnbook.tasks.sorting import (
     sorting_accuracy,
     train_sorter,
 )
+
+from _refusals import refused, wide
 
 
 def small_model(seed=0, hidden_dim=8):
@@ -548,13 +549,13 @@ def test_update_moves_the_step_markers_and_redraws_all_only_for_new_numbers():
 
 
 def test_explorer_step_slider_counts_from_one_like_the_figure():
-    from _pixels import differing_pixels, drawn_in_full
-
     from attnbook.widgets.pointer import (
         plot_pointer,
         pointer_explorer,
         pointer_view,
     )
+
+    from _pixels import differing_pixels, drawn_in_full
 
     box = pointer_explorer("20, 5, 10")
     text, step = box.children[0].children

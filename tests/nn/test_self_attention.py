@@ -5,7 +5,6 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from _refusals import refused, wide
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,6 +17,8 @@ from attnbook.widgets.self_attention import (
     update_self_attention_figure,
     word_vector,
 )
+
+from _refusals import refused, wide
 
 
 def make_layer(
@@ -421,9 +422,9 @@ def test_figure_updates_in_place_and_returns_the_same_artists():
 
 
 def test_explorer_shows_the_figure_of_the_current_controls():
-    from _pixels import differing_pixels, drawn_in_full
-
     from attnbook.widgets.self_attention import self_attention_explorer
+
+    from _pixels import differing_pixels, drawn_in_full
 
     box = self_attention_explorer("the cat sat on the mat", token=0)
     token, positions = box.children[0].children

@@ -5,7 +5,6 @@ from importlib import resources
 
 import pytest
 import torch
-from _refusals import refused
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,6 +17,8 @@ from attnbook.tasks import copying, date_translator
 from attnbook.tasks.copying import copy_batch
 from attnbook.tasks.date_translator import pretrained_date_translator
 from attnbook.tasks.dates import SOURCE_VOCAB, random_date_pairs
+
+from _refusals import refused
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ import re
 
 import pytest
 import torch
-from _refusals import refused
 
 from attnbook.tasks import dates
 from attnbook.tasks.dates import (
@@ -23,6 +22,8 @@ from attnbook.tasks.dates import (
     random_date_targets,
     random_dates,
 )
+
+from _refusals import refused
 
 # Python's strptime formats of each form (full month name; %b for three letters).
 STRPTIME = {

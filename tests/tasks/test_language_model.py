@@ -7,7 +7,6 @@ import math
 
 import pytest
 import torch
-from _refusals import refused
 
 import attnbook
 from attnbook import BytePairEncoder
@@ -29,6 +28,8 @@ from attnbook.tasks.language_model import (
     window_bits,
 )
 from attnbook.tasks.text import VOCAB, corpus_split, encode
+
+from _refusals import refused
 
 TINY = dict(context_len=8, embed_dim=8, num_heads=2, num_layers=1, ffn_dim=16)
 TEXT = "Return the number of items in the list, or zero if it is empty.\n"

@@ -3,6 +3,7 @@ baselines."""
 
 import pytest
 import torch
+
 from _refusals import refused
 
 

@@ -2,6 +2,7 @@
 before it trains."""
 
 import pytest
+
 from _refusals import refused
 
 

@@ -16,6 +16,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import pytest  # noqa: E402
+
 from _pixels import differing_pixels, pixels  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))

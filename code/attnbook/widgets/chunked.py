@@ -24,8 +24,8 @@ MAX_VIEW_LENGTH = (
     2**17
 )  # the view draws n random keys and values: at most 2 x 131,072 x d floats
 # Fixed axis ranges that hold every setting the explorer's menus allow (d = 64,
-# seed 0; tests/core/test_chunked.py checks all of them): the figure is drawn in
-# full only once.
+# seed 0; tests/core/test_chunked.py checks all of them): the figure is drawn
+# in full only once.
 MEMORY_RANGE_MIB = (
     0.015,
     3000.0,
