@@ -1,4 +1,5 @@
-"""The two checks on every attention call's path, against torch's own."""
+"""attnbook._checks: the two checks on every attention call's path against
+torch's own, and the shared argument checks' messages."""
 
 import random
 

@@ -1,5 +1,5 @@
-"""attnbook.tasks.sorting: the sorting task's batches, accuracy and the
-shipped sorter's weight file (pinned, checked when loaded)."""
+"""attnbook.tasks.sorting: the sorting task's batches, training and accuracy,
+and the shipped sorter's weight file (pinned, checked when loaded)."""
 
 import shutil
 from pathlib import Path
