@@ -517,6 +517,32 @@ def require_saved(name: str, saved, *keys, allow_none=False):
     return saved
 
 
+def require_text_pairs(name: str, pairs) -> tuple:
+    """(sources, targets): ``pairs`` as two lists of str, as many and not
+    empty (inputs and their right outputs); ``TypeError``/``ValueError``
+    naming ``name`` otherwise."""
+    if not isinstance(pairs, (tuple, list)) or len(pairs) != 2:
+        raise TypeError(
+            f"{name} must be a pair (sources, targets) of lists of str, got "
+            f"{pairs!r:.40}"
+        )
+    sources, targets = pairs
+    for strings in pairs:
+        if not isinstance(strings, (list, tuple)) or not all(
+            isinstance(s, str) for s in strings
+        ):
+            raise TypeError(
+                f"{name} must be two lists of str (sources, targets), got "
+                f"{strings!r:.40}"
+            )
+    if not sources or len(sources) != len(targets):
+        raise ValueError(
+            f"{name}: sources and targets must be as many and not empty, "
+            f"got {len(sources)} and {len(targets)}"
+        )
+    return list(sources), list(targets)
+
+
 def require_translator(translator):
     """Anything with a ``translate(list of str) -> list of str`` method (a
     date translator): ``TypeError`` otherwise."""

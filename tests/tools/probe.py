@@ -2293,6 +2293,7 @@ fn(
     seed=0,
     seen={"1999-05-03"},
 )
+fn("experiments.luong_bahdanau.require_unseen_size", size=3)
 LB_MODEL = lambda: resolve(  # noqa: E731
     "attnbook.experiments.luong_bahdanau.build_decoder"
 )("luong", 0).eval()
