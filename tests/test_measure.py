@@ -148,3 +148,12 @@ def test_interleaved_medians_uses_the_clock_it_is_given():
         clock=time.thread_time,
     )
     assert busy["spin"] >= 0
+
+
+def test_require_count_checks_its_minimum():
+    from attnbook.measure.timing import require_count
+
+    assert require_count("repeats", 3, minimum=2) == 3
+    for minimum in (None, "3", 2.5, True):
+        with pytest.raises(TypeError, match="minimum"):
+            require_count("repeats", 3, minimum=minimum)
