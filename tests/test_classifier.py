@@ -295,3 +295,23 @@ def test_without_heads_removes_only_the_chosen_heads():
         without_heads(torch.nn.Linear(2, 2), [])
     with pytest.raises(TypeError, match="pairs of ints"):
         without_heads(model, [1])
+
+
+def test_order_classifier_helpers_refuse_bad_input_by_name():
+    """Probe findings: 10**12 steps ran for ever, a 0-d valid_lens and
+    heads=None reached deep errors."""
+    import pytest
+
+    from attnbook.tasks import order_classifier as oc
+
+    with pytest.raises(ValueError, match="steps"):
+        oc.train_order_classifier(steps=10**12, progress=False)
+    with pytest.raises(ValueError, match="steps"):
+        oc.train_order_classifier(steps=0, progress=False)
+    model = oc.CLSClassifier(embed_dim=8, num_heads=2, ffn_dim=8, max_len=6)
+    generator = torch.Generator().manual_seed(0)
+    tokens, valid_lens, labels = oc.order_batch(2, 6, generator=generator)
+    with pytest.raises((TypeError, ValueError), match="valid_lens"):
+        oc.accuracy(model, tokens, valid_lens[0], labels)
+    with pytest.raises(TypeError, match="heads"):
+        oc.without_heads(model, None)
