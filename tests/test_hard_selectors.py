@@ -173,3 +173,9 @@ def test_the_test_examples_are_never_training_examples():
         test, _ = selection_task(1000, *size, _gen(seed + 2))
         train_rows = {tuple(x.tolist()) for x in train[:, 0]}
         assert not train_rows & {tuple(x.tolist()) for x in test[:, 0]}
+
+
+def test_run_sweep_checks_its_recipe():
+    for recipe in (None, "x", {}, {"lrs": (0.1,)}):
+        with pytest.raises(TypeError, match="recipe"):
+            hard_training.run_sweep(recipe)

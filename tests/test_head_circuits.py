@@ -218,3 +218,14 @@ def test_scores_refuse_other_models(small_lm):
         one = AttentionOnlyTransformer(8, 16, 8, 2, 1)
     with pytest.raises(ValueError, match="two layers"):
         key_heads(one)
+
+
+def test_circuits_refuse_inputs_of_another_dtype():
+    """Probe finding: float16/float64 inputs reached a matmul's dtype
+    error; now a TypeError naming the input and both dtypes."""
+    layer = MultiHeadAttention(8, 2)
+    x = torch.randn(3, 8)
+    with pytest.raises(TypeError, match="query_inputs"):
+        qk_circuit(layer, 1, x.double(), x)
+    with pytest.raises(TypeError, match="unembed"):
+        ov_circuit(layer, 1, x, torch.randn(10, 8).half())

@@ -132,3 +132,11 @@ def test_sweep_table_takes_the_worst_single_removal():
     assert sweep_table(results) == {2: [(0.75, 0.45)]}
     with pytest.raises(TypeError, match="runs"):
         sweep_table([])
+
+
+def test_draw_head_sweep_checks_embed_dim():
+    from attnbook.display.head_sweep import draw_head_sweep
+
+    for embed_dim in (None, "3", 0):
+        with pytest.raises(ValueError, match="embed_dim"):
+            draw_head_sweep({1: [(0.5, 0.1)]}, embed_dim=embed_dim)

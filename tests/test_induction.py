@@ -329,3 +329,16 @@ def test_the_four_more_seeds_are_pinned_and_learn_the_task():
                 run["one_layer"](tokens), tokens, predictable
             )
         assert two < 0.5 and one > 2.5, seed
+
+
+def test_build_model_and_checkpoints_are_checked_by_name():
+    """Probe findings: a task or config that is no dict (or lacks a size),
+    and checkpoints=None, reached deep errors."""
+    config = {"embed_dim": 8, "num_heads": 2}
+    for task, name in ((None, "task"), ("x", "task"), ({}, "task")):
+        with pytest.raises(TypeError, match=name):
+            induction.build_model(1, task, config)
+    with pytest.raises(TypeError, match="config"):
+        induction.build_model(1, dict(induction.TASK), {})
+    with pytest.raises(TypeError, match="checkpoints"):
+        induction.train_induction(1, steps=1, checkpoints=None)

@@ -2167,6 +2167,7 @@ fn(
     weight=0.5,
 )
 fn("display.figures.label_log_axis", ax=_log_ax)
+fn("display.figures.require_axes", ax=_ax)
 fn(
     "display.head_sweep.draw_head_sweep",
     table=lambda: resolve("attnbook.experiments.head_count.sweep_table")(

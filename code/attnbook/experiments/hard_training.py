@@ -41,6 +41,7 @@ from .._checks import (
     require_int,
     require_same_device,
     require_same_size,
+    require_saved,
     require_sequences,
     require_shape,
     require_training,
@@ -598,6 +599,9 @@ def run_sweep(recipe: dict = SWEEP_RECIPE) -> str:
     """The file ``shipped_selector_sweep`` reads: ``compare_selectors``
     with ``recipe`` for every method, and for REINFORCE without a baseline,
     as JSON text (losses rounded to 1e-6)."""
+    require_saved(
+        "recipe", recipe, "lrs", "seeds", "level", "methods", "train"
+    )
     grid = {key: recipe[key] for key in ("lrs", "seeds", "level")}
     rows = compare_selectors(recipe["methods"], **grid, **recipe["train"])
     no_baseline = compare_selectors(

@@ -6,7 +6,12 @@ import io
 
 import torch
 
-from .._checks import require_float, require_int, require_training
+from .._checks import (
+    is_finite_number,
+    require_float,
+    require_int,
+    require_training,
+)
 from .._memory import require_matrix_fits
 from .._random import (
     keep_global_rng,
@@ -46,6 +51,7 @@ def hull_order(points: list) -> list:
     """The convex hull of 2-D points (a list of (x, y)): the positions of its
     vertices counter-clockwise, starting from the lowest position (Andrew's
     monotone chain)."""
+    _check_point_list(points)
     order = sorted(range(len(points)), key=lambda i: points[i])
     lower, upper = [], []
     for chain, indices in ((lower, order), (upper, order[::-1])):
@@ -86,11 +92,33 @@ def hull_batch(batch_size: int, n: int, generator: torch.Generator):
 
 
 @torch.no_grad()
+def _check_point_list(points) -> None:
+    """points: a list of at least one (x, y) pair of finite numbers."""
+    if (
+        not isinstance(points, (list, tuple))
+        or not points
+        or not all(
+            isinstance(p, (list, tuple))
+            and len(p) == 2
+            and all(is_finite_number(c) for c in p)
+            for p in points
+        )
+    ):
+        raise ValueError(
+            "points must be a non-empty list of (x, y) pairs of finite "
+            f"numbers, got {points!r:.40}"
+        )
+
+
 def hull_accuracy(
     model: HullPointerNetwork, n: int, num_sets: int = 1000, seed: int = 1234
 ) -> float:
     """Share of fresh sets of n points (drawn with ``seed``) whose whole
     greedy output, closing vertex included, is the true hull."""
+    if not isinstance(model, HullPointerNetwork):
+        raise TypeError(
+            f"model must be a HullPointerNetwork, got {type(model).__name__}"
+        )
     points, target = hull_batch(num_sets, n, seeded_generator(seed))
     return (model.decode(points) == target).all(dim=1).float().mean().item()
 

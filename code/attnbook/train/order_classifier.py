@@ -23,6 +23,7 @@ from pathlib import Path
 
 import torch
 
+from .._checks import require_saved
 from .._weights import training_arguments, weights_digest
 from ..tasks.order_classifier import (
     ORDER_CLASSIFIER_FILE,
@@ -40,6 +41,7 @@ HELD_OUT_SEED = 123  # the chapter's held-out set: 2,000 sequences, seed 123
 def held_out_accuracy(model, recipe=TRAINING_RECIPE) -> float:
     """Accuracy on the chapter's held-out set: 2,000 sequences drawn with
     seed 123, none of them in the recipe's training stream."""
+    require_saved("recipe", recipe, "steps", "batch_size", "seed", "max_len")
     seen = training_sequences(
         recipe["steps"],
         recipe["batch_size"],
