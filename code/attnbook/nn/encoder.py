@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .._checks import (
+    HALF_DTYPES,
     require_float,
     require_int,
     require_module_dtype,
@@ -30,8 +31,6 @@ from .._random import restores_rng_on_error
 from ..core.masking import lengths_to_mask
 from ..core.positional import PositionalEncoding
 from .multihead import MultiHeadAttention
-
-_HALF = (torch.float16, torch.bfloat16)
 
 
 def _require_dropout(value) -> float:
@@ -90,7 +89,7 @@ class LayerNorm(nn.Module):
         if x.dim() < 1:
             raise ValueError("x needs at least one dimension (the features)")
         require_same_size("feature size", "x", x.shape[-1], "dim", self.dim)
-        z = x.float() if x.dtype in _HALF else x
+        z = x.float() if x.dtype in HALF_DTYPES else x
         mean = z.mean(dim=-1, keepdim=True)
         var = ((z - mean) ** 2).mean(dim=-1, keepdim=True)
         normalized = ((z - mean) / torch.sqrt(var + self.eps)).to(x.dtype)
