@@ -36,3 +36,21 @@ def test_training_scripts_helpers_check_their_arguments():
         sorter.evaluate(None, [None])
     with pytest.raises(TypeError, match="HullPointerNetwork"):
         hull_pointer.evaluate(None)
+
+
+def test_training_arguments_one_option_per_recipe_entry():
+    """The command line every training script shares: --out, --check
+    (unless switched off) and one option per recipe entry; the command it
+    returns repeats only the changed entries."""
+    import pytest
+
+    from attnbook.train._results import training_arguments
+
+    recipe = {"steps": 100, "batch_size": 64}
+    args, given, command = training_arguments(
+        ["--batch-size", "32"], "x", recipe, "train.sorter"
+    )
+    assert given == {"steps": 100, "batch_size": 32} and not args.check
+    assert command == "python -m attnbook.train.sorter --batch-size 32"
+    with pytest.raises(SystemExit):
+        training_arguments(["--check"], "x", recipe, "train.b", check=False)

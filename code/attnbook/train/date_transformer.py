@@ -33,7 +33,7 @@ from .._checks import (
     require_translator,
 )
 from .._random import seeded_generator
-from .._weights import training_arguments, weights_digest
+from .._weights import weights_digest
 from ..experiments.luong_bahdanau import (
     require_unseen_size,
     training_targets,
@@ -46,6 +46,7 @@ from ..tasks.date_transformer import (
     DateTransformer,
     build_date_transformer,
 )
+from ._results import training_arguments
 
 TRAINING_RECIPE = dict(steps=1000, batch_size=64, lr=2e-3, warmup=100, seed=11)
 EVAL_DATES = 2000

@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from .._checks import require_saved
-from .._weights import training_arguments, weights_digest
+from .._weights import weights_digest
 from ..tasks.order_classifier import (
     ORDER_CLASSIFIER_FILE,
     TRAINING_RECIPE,
@@ -34,6 +34,7 @@ from ..tasks.order_classifier import (
     train_order_classifier,
     training_sequences,
 )
+from ._results import training_arguments
 
 HELD_OUT_SEED = 123  # the chapter's held-out set: 2,000 sequences, seed 123
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 from .._checks import require_int
-from .._weights import training_arguments, weights_digest
+from .._weights import weights_digest
 from ..tasks.sorting import (
     TRAINING_RECIPE,
     load_sorter,
@@ -29,6 +29,7 @@ from ..tasks.sorting import (
     sorting_accuracy,
     train_sorter,
 )
+from ._results import training_arguments
 
 EVAL_LENGTHS = (5, 10, 15, 20)
 EVAL_SEQUENCES = 4000
