@@ -128,9 +128,9 @@ def _check_heads(
     ):
         raise ValueError(
             f"{name} must be (B, h, {n}, d_k) = ({heads[0]}, {heads[1]}, "
-            f"{n}, {head_dim}) of {x.dtype} on {x.device}, as this step's; "
-            f"got {tuple(tensor.shape)} of {tensor.dtype} on "
-            f"{tensor.device} {hint}"
+            f"{n}, {head_dim}) of {x.dtype} on {x.device} for this step's x "
+            f"{tuple(x.shape)}; got {tuple(tensor.shape)} of {tensor.dtype} "
+            f"on {tensor.device} {hint}"
         )
 
 
