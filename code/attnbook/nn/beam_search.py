@@ -82,11 +82,11 @@ def beam_search(
     prefix of each input; scores (B,) its ranking score).
 
     ``use_cache=False`` re-runs the teacher-forced ``decode`` on the
-    B * beam_width prefixes at each step. ``use_cache=True`` runs one
-    ``step`` per layer on the newest token and keeps the keys and values of
-    each layer; as the kept prefixes change parents, every layer's cache is
-    gathered by the parent of each new beam (``reorder_caches``). Both give
-    the same beams.
+    B * beam_width prefixes at each step. ``use_cache=True`` runs the
+    decoder's ``step`` on the newest token and keeps every layer's keys and
+    values in a ``KVCache``; as the kept prefixes change parents, the cache
+    is gathered by the parent of each new beam (``cache.reorder(rows)``).
+    Both give the same beams.
     """
     _require_model(model)
     require_int("beam_width", beam_width)
