@@ -18,8 +18,10 @@ follow the book's rule: boolean, True = keep.
 Generation is greedy and autoregressive: ``EncoderDecoderTransformer.generate``
 either re-runs the decoder over the whole prefix at every step
 (``use_cache=False``) or keeps a key-value cache (``use_cache=True``): each
-step then projects only the new position and appends its keys and values, and
-the cross-attention keys and values of the memory are computed once.
+step then projects only the new position and appends its keys and values to a
+``KVCache`` (``attnbook.nn.kv_cache``, the language model's cache too), and the
+cross-attention keys and values of the memory are computed once. The step
+reads with the core ``attention``, like ``forward``.
 """
 
 import torch
