@@ -5,7 +5,7 @@ import pytest
 import torch
 from torch import nn
 
-from attnbook import causal_mask
+from attnbook import KVCache, causal_mask
 from attnbook.nn.decoder import (
     EncoderDecoderTransformer,
     TransformerDecoder,
@@ -324,10 +324,10 @@ def test_cached_steps_equal_the_full_forward():
         full, self_w, cross_w = block(
             x, memory, causal_mask(6), mask, return_weights=True
         )
-        cache, kv = {}, block.memory_keys_values(memory)
+        cache, kv = KVCache(1), block.memory_keys_values(memory)
         for t in range(6):
-            y, s, c = block.step(x[:, t : t + 1], cache, kv, mask)
-            assert cache["keys"].shape == (2, 4, t + 1, 8)
+            y, s, c = block.step(x[:, t : t + 1], cache, 0, kv, mask)
+            assert cache.keys[0].shape == (2, 4, t + 1, 8)
             assert torch.allclose(y[:, 0], full[:, t], atol=1e-5)
             assert torch.allclose(
                 s[:, :, 0], self_w[:, :, t, : t + 1], atol=1e-6
@@ -344,13 +344,127 @@ def test_cached_step_refuses_a_padding_mask_that_would_broadcast_against_the_hea
     with torch.no_grad():
         kv = block.memory_keys_values(memory)
         with pytest.raises(ValueError, match="memory_mask"):
-            block.step(x, {}, kv, keep[:, None, :])  # (B, 1, n_src)
+            block.step(x, KVCache(1), 0, kv, keep[:, None, :])  # (B, 1, n_src)
         y, _, c = block.step(
-            x, {}, kv, keep[:, None, None, :]
+            x, KVCache(1), 0, kv, keep[:, None, None, :]
         )  # (B, 1, 1, n_src) is the right shape
     assert (
         c[1, :, 0, 3:].abs().max() == 0
     )  # sequence 2 has 3 real source positions
+
+
+def test_the_decoders_step_equals_its_full_forward_layer_by_layer():
+    model = small_model(7)
+    decoder = model.decoder
+    x, memory, keep = batch(8, B=2, n=5, n_src=7, E=32, lengths=(7, 4))
+    mask = keep[:, None, None, :]
+    with torch.no_grad():
+        full, self_w, cross_w = decoder(
+            x, memory, causal_mask(5), mask, return_weights=True
+        )
+        cache, kv = decoder.new_cache(), decoder.memory_keys_values(memory)
+        assert isinstance(cache, KVCache) and len(cache.keys) == 2
+        for t in range(5):
+            y, s, c = decoder.step(x[:, t : t + 1], cache, kv, mask)
+            assert len(cache) == t + 1
+            assert s.shape == (2, 2, 4, 1, t + 1) and c.shape == (
+                2,
+                2,
+                4,
+                1,
+                7,
+            )
+            assert torch.allclose(y[:, 0], full[:, t], atol=1e-5)
+            assert torch.allclose(
+                s[..., 0, :], self_w[..., t, : t + 1], atol=1e-6
+            )
+            assert torch.allclose(c[..., 0, :], cross_w[..., t, :], atol=1e-6)
+
+
+def test_the_decoders_step_is_its_blocks_steps_in_turn():
+    model = small_model(9)
+    decoder = model.decoder
+    x, memory, _ = batch(10, B=3, n=3, n_src=6, E=32)
+    kv = decoder.memory_keys_values(memory)
+    ours, theirs = decoder.new_cache(), KVCache(2)
+    with torch.no_grad():
+        for t in range(3):
+            y, _, _ = decoder.step(x[:, t : t + 1], ours, kv)
+            h = x[:, t : t + 1]
+            for layer, block in enumerate(decoder.blocks):
+                h, _, _ = block.step(h, theirs, layer, kv[layer])
+            assert torch.equal(y, h)
+    for a, b in zip(ours.keys + ours.values, theirs.keys + theirs.values):
+        assert torch.equal(a, b)
+
+
+def _decoder_after_one_step():
+    model = small_model(11)
+    decoder = model.decoder
+    x, memory, _ = batch(12, B=2, n=1, n_src=6, E=32)
+    cache, kv = decoder.new_cache(), decoder.memory_keys_values(memory)
+    with torch.no_grad():
+        decoder.step(x, cache, kv)
+    return decoder, x, cache, kv
+
+
+@pytest.mark.parametrize(
+    "bad, error, match",
+    [
+        (dict(x=torch.randn(2, 2, 32)), ValueError, "new position only"),
+        (dict(cache={}), TypeError, "cache must be a KVCache"),
+        (dict(cache=KVCache(3)), ValueError, "number of layers"),
+        (dict(memory_kv="kv"), TypeError, "memory_kv must be the list"),
+        (dict(memory_kv=[]), ValueError, "number of layers"),
+        (
+            dict(memory_kv="second layer's of another batch"),
+            ValueError,
+            "memory_keys_values",
+        ),
+        (
+            dict(memory_mask=torch.ones(2, 6, dtype=torch.bool)),
+            ValueError,
+            "memory_mask",
+        ),
+    ],
+)
+def test_a_refused_decoder_step_leaves_every_layer_of_the_cache(
+    bad, error, match
+):
+    decoder, x, cache, kv = _decoder_after_one_step()
+    if bad.get("memory_kv") == "second layer's of another batch":
+        other = decoder.memory_keys_values(torch.randn(3, 6, 32))
+        bad = dict(memory_kv=[kv[0], other[1]])  # layer 0 alone is fine
+    before = [t.clone() for t in cache.keys + cache.values]
+    call = {**dict(x=x, cache=cache, memory_kv=kv, memory_mask=None), **bad}
+    with torch.no_grad(), pytest.raises(error, match=match):
+        decoder.step(**call)
+    assert len(cache) == 1 and all(
+        torch.equal(a, b) for a, b in zip(before, cache.keys + cache.values)
+    )
+    with torch.no_grad():  # and the next good step sees one cached position
+        _, self_weights, _ = decoder.step(x, cache, kv)
+    assert self_weights.shape == (2, 2, 4, 1, 2) and len(cache) == 2
+
+
+def test_a_block_step_names_a_layer_outside_the_cache():
+    block = small_model(13).decoder.blocks[0]
+    x, memory, _ = batch(14, B=2, n=1, n_src=5, E=32)
+    cache, kv = KVCache(2), block.memory_keys_values(memory)
+    for layer in (2, -1, 1.0, True, None):
+        with pytest.raises(ValueError, match="layer"):
+            block.step(x, cache, layer, kv)
+    assert cache.keys == [None, None] and cache.values == [None, None]
+
+
+def test_a_block_step_refuses_a_cache_layer_with_keys_but_no_values():
+    block = small_model(15).decoder.blocks[0]
+    x, memory, _ = batch(16, B=2, n=1, n_src=5, E=32)
+    cache, kv = KVCache(1), block.memory_keys_values(memory)
+    cache.keys[0] = torch.randn(2, 4, 1, 8)
+    with pytest.raises(ValueError, match="keys but no values"):
+        block.step(x, cache, 0, kv)
+    assert cache.keys[0].shape == (2, 4, 1, 8) and cache.values[0] is None
 
 
 @pytest.mark.parametrize("seed,max_len", [(0, 5), (1, 17), (2, 30), (3, 40)])

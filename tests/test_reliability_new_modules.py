@@ -10,11 +10,13 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from attnbook.core.attention import attention
 from attnbook.core.masking import causal_mask, masked_softmax
 from attnbook.experiments import norm_placement
 from attnbook.measure import timing
 from attnbook.nn import decoder, seq2seq
 from attnbook.nn.decoder import TransformerDecoderBlock
+from attnbook.nn.kv_cache import KVCache
 from attnbook.tasks import card_lookup as lookup
 from attnbook.tasks import copying, dates
 from attnbook.tasks.date_transformer import pretrained_date_transformer
@@ -37,10 +39,10 @@ def _block(seed=0, embed_dim=8, num_heads=2):
 
 
 def _steps(block, x, memory, memory_mask=None):
-    cache, kv = {}, block.memory_keys_values(memory)
+    cache, kv = KVCache(1), block.memory_keys_values(memory)
     return torch.cat(
         [
-            block.step(x[:, t : t + 1], cache, kv, memory_mask)[0]
+            block.step(x[:, t : t + 1], cache, 0, kv, memory_mask)[0]
             for t in range(x.shape[1])
         ],
         1,
@@ -78,7 +80,7 @@ def test_cached_step_returns_weights_in_the_inputs_dtype():
     block = _block().to(torch.float16)
     x = torch.randn(2, 1, 8).half()
     _, self_w, cross_w = block.step(
-        x, {}, block.memory_keys_values(torch.randn(2, 4, 8).half())
+        x, KVCache(1), 0, block.memory_keys_values(torch.randn(2, 4, 8).half())
     )
     assert self_w.dtype == cross_w.dtype == torch.float16
     assert torch.allclose(
@@ -87,23 +89,40 @@ def test_cached_step_returns_weights_in_the_inputs_dtype():
 
 
 def test_cached_step_float32_is_the_formula_written_out():
-    """Float32 keeps the exact arithmetic: q k^T / sqrt(d_k), softmax, @ V, W_O (bit for bit)."""
+    """Float32 keeps the exact arithmetic of the core ``attention`` on the
+    heads: q / sqrt(d_k) k^T, softmax, @ V, then W_O (bit for bit)."""
     block = _block(3)
     g = torch.Generator().manual_seed(2)
-    q, k, v = (torch.randn(2, 2, 1, 4, generator=g) for _ in range(3))
-    k, v = (
-        torch.randn(2, 2, 5, 4, generator=g),
-        torch.randn(2, 2, 5, 4, generator=g),
-    )
-    out, weights = decoder._attend(block.self_attn, q, k, v)
-    expected_w = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(4), dim=-1)
+    x = torch.randn(2, 1, 8, generator=g)
+    k, v = (torch.randn(2, 2, 5, 4, generator=g) for _ in range(2))
+    cache = KVCache(1)
+    cache.append(0, k, v)
+    memory_kv = block.memory_keys_values(torch.randn(2, 3, 8, generator=g))
+    with torch.no_grad():
+        out, weights, _ = block.step(x, cache, 0, memory_kv)
+        q, new_k, new_v = (
+            t.view(2, 1, 2, 4).transpose(1, 2)
+            for t in block.self_attn.project(x, x, x)
+        )
+        keys, values = torch.cat([k, new_k], 2), torch.cat([v, new_v], 2)
+        expected_w = torch.softmax(
+            (q * (1.0 / math.sqrt(4))) @ keys.transpose(-2, -1), dim=-1
+        )
+        attended = block.self_attn.out_proj(
+            (expected_w @ values).transpose(1, 2).reshape(2, 1, 8)
+        )
+        y = block.norm1(x + attended)
+        q = block.cross_attn.project(y, y, y)[0]
+        heads = attention(q.view(2, 1, 2, 4).transpose(1, 2), *memory_kv)[0]
+        read = block.cross_attn.out_proj(
+            heads.transpose(1, 2).reshape(2, 1, 8)
+        )
+        y = block.norm2(y + read)
+        expected = block.norm3(y + block.ffn(y))
     assert torch.equal(weights, expected_w)
-    assert torch.equal(
-        out,
-        block.self_attn.out_proj(
-            (expected_w @ v).transpose(1, 2).reshape(2, 1, 8)
-        ),
-    )
+    assert torch.equal(cache.keys[0], keys)
+    assert torch.equal(cache.values[0], values)
+    assert torch.equal(out, expected)
 
 
 def test_cached_step_garbage_under_the_memory_mask_reaches_nothing():
@@ -133,7 +152,7 @@ def test_step_and_memory_keys_values_name_a_dtype_mismatch(dtype):
     block = _block()
     kv = block.memory_keys_values(torch.randn(2, 4, 8))
     with pytest.raises(TypeError, match="dtype"):
-        block.step(torch.randn(2, 1, 8).to(dtype), {}, kv)
+        block.step(torch.randn(2, 1, 8).to(dtype), KVCache(1), 0, kv)
     with pytest.raises(TypeError, match="dtype"):
         block.memory_keys_values(torch.randn(2, 4, 8).to(dtype))
 
@@ -142,20 +161,25 @@ def test_step_and_memory_keys_values_name_a_dtype_mismatch(dtype):
     "call",
     [
         lambda b, kv: b.step(
-            torch.randn(2, 2, 8), {}, kv
+            torch.randn(2, 2, 8), KVCache(1), 0, kv
         ),  # two positions at once: not a step
-        lambda b, kv: b.step(torch.randn(2, 8), {}, kv),
-        lambda b, kv: b.step(torch.randn(2, 1, 9), {}, kv),
-        lambda b, kv: b.step(torch.randn(2, 1, 8), None, kv),
-        lambda b, kv: b.step(torch.randn(2, 1, 8), {}, None),
+        lambda b, kv: b.step(torch.randn(2, 8), KVCache(1), 0, kv),
+        lambda b, kv: b.step(torch.randn(2, 1, 9), KVCache(1), 0, kv),
+        lambda b, kv: b.step(torch.randn(2, 1, 8), None, 0, kv),
+        lambda b, kv: b.step(torch.randn(2, 1, 8), KVCache(1), 0, None),
         lambda b, kv: b.step(
             torch.randn(2, 1, 8),
-            {},
+            KVCache(1),
+            0,
             b.memory_keys_values(torch.randn(3, 4, 8)),
         ),
         lambda b, kv: b.memory_keys_values(torch.randn(4, 9)),
         lambda b, kv: b.step(
-            torch.randn(2, 1, 8), {}, kv, torch.ones(2, 1, 4, dtype=torch.bool)
+            torch.randn(2, 1, 8),
+            KVCache(1),
+            0,
+            kv,
+            torch.ones(2, 1, 4, dtype=torch.bool),
         ),
     ],
 )
@@ -525,7 +549,11 @@ def test_masked_softmax_of_the_step_matches_the_shared_rule():
     memory = torch.randn(1, 3, 8)
     keep = torch.zeros(1, 1, 1, 3, dtype=torch.bool)
     _, _, cross = block.step(
-        torch.randn(1, 1, 8), {}, block.memory_keys_values(memory), keep
+        torch.randn(1, 1, 8),
+        KVCache(1),
+        0,
+        block.memory_keys_values(memory),
+        keep,
     )
     assert torch.equal(cross, torch.zeros_like(cross))
     assert torch.equal(
@@ -557,9 +585,9 @@ def _step_setup():
     torch.manual_seed(0)
     block = decoder.TransformerDecoderBlock(8, 2, 16).eval()
     memory_kv = block.memory_keys_values(torch.randn(2, 6, 8))
-    cache = {}
+    cache = KVCache(1)
     with torch.no_grad():
-        block.step(torch.randn(2, 1, 8), cache, memory_kv)
+        block.step(torch.randn(2, 1, 8), cache, 0, memory_kv)
     return block, memory_kv, cache
 
 
@@ -567,7 +595,7 @@ def _step_setup():
     "bad_call, error, words",
     [
         (
-            lambda b, kv, c: b.step(torch.randn(2, 2, 8), c, kv),
+            lambda b, kv, c: b.step(torch.randn(2, 2, 8), c, 0, kv),
             ValueError,
             "new position only",
         ),
@@ -575,6 +603,7 @@ def _step_setup():
             lambda b, kv, c: b.step(
                 torch.randn(2, 1, 8),
                 c,
+                0,
                 b.memory_keys_values(torch.randn(3, 6, 8)),
             ),
             ValueError,
@@ -582,7 +611,11 @@ def _step_setup():
         ),
         (
             lambda b, kv, c: b.step(
-                torch.randn(2, 1, 8), c, kv, torch.ones(2, 6, dtype=torch.bool)
+                torch.randn(2, 1, 8),
+                c,
+                0,
+                kv,
+                torch.ones(2, 6, dtype=torch.bool),
             ),
             ValueError,
             "memory_mask",
@@ -591,17 +624,20 @@ def _step_setup():
 )
 def test_a_refused_step_leaves_the_cache_as_it_was(bad_call, error, words):
     block, memory_kv, cache = _step_setup()
-    before = {name: tensor.clone() for name, tensor in cache.items()}
+    before = [t.clone() for t in cache.keys + cache.values]
     with torch.no_grad(), pytest.raises(error, match=words):
         bad_call(block, memory_kv, cache)
-    assert set(cache) == set(before) and all(
-        torch.equal(cache[n], before[n]) for n in before
+    after = cache.keys + cache.values
+    assert len(after) == len(before) and all(
+        torch.equal(a, b) for a, b in zip(after, before)
     )
     with (
         torch.no_grad()
     ):  # and the next good step sees exactly one cached position
-        _, self_weights, _ = block.step(torch.randn(2, 1, 8), cache, memory_kv)
-    assert self_weights.shape == (2, 2, 1, 2) and cache["keys"].shape == (
+        _, self_weights, _ = block.step(
+            torch.randn(2, 1, 8), cache, 0, memory_kv
+        )
+    assert self_weights.shape == (2, 2, 1, 2) and cache.keys[0].shape == (
         2,
         2,
         2,
@@ -609,46 +645,45 @@ def test_a_refused_step_leaves_the_cache_as_it_was(bad_call, error, words):
     )
 
 
+def _cache_holding(keys, values):
+    cache = KVCache(1)
+    cache.keys[0], cache.values[0] = keys, values
+    return cache
+
+
 @pytest.mark.parametrize(
     "cache, words",
     [
         (
-            {
-                "keys": torch.randn(3, 2, 1, 4),
-                "values": torch.randn(3, 2, 1, 4),
-            },
+            _cache_holding(torch.randn(3, 2, 1, 4), torch.randn(3, 2, 1, 4)),
             r"\(2, 2, t, 4\)",
         ),
         (
-            {
-                "keys": torch.randn(2, 2, 1, 3),
-                "values": torch.randn(2, 2, 1, 3),
-            },
+            _cache_holding(torch.randn(2, 2, 1, 3), torch.randn(2, 2, 1, 3)),
             r"\(2, 2, t, 4\)",
         ),
         (
-            {
-                "keys": torch.randn(2, 2, 1, 4, dtype=torch.float64),
-                "values": torch.randn(2, 2, 1, 4),
-            },
+            _cache_holding(
+                torch.randn(2, 2, 1, 4, dtype=torch.float64),
+                torch.randn(2, 2, 1, 4),
+            ),
             "float64",
         ),
-        ({"keys": torch.randn(2, 2, 1, 4)}, "exactly 'keys' and 'values'"),
+        (_cache_holding(torch.randn(2, 2, 1, 4), None), "keys but no values"),
         (
-            {
-                "keys": torch.randn(2, 2, 1, 4),
-                "values": torch.randn(2, 2, 2, 4),
-            },
+            _cache_holding(torch.randn(2, 2, 1, 4), torch.randn(2, 2, 2, 4)),
             "1 keys but 2 values",
         ),
     ],
 )
 def test_a_cache_of_another_batch_or_model_gets_a_clear_error(cache, words):
     block, memory_kv, _ = _step_setup()
+    before = cache.keys + cache.values
     with torch.no_grad(), pytest.raises(ValueError, match=words):
-        block.step(torch.randn(2, 1, 8), cache, memory_kv)
-    with pytest.raises(TypeError, match="cache must be a dict"):
-        block.step(torch.randn(2, 1, 8), [], memory_kv)
+        block.step(torch.randn(2, 1, 8), cache, 0, memory_kv)
+    assert all(a is b for a, b in zip(before, cache.keys + cache.values))
+    with pytest.raises(TypeError, match="cache must be a KVCache"):
+        block.step(torch.randn(2, 1, 8), {}, 0, memory_kv)
 
 
 @pytest.mark.parametrize("use_cache", [True, False])

@@ -1067,14 +1067,46 @@ def _step():
     block = _decoder_block()
     return block.step, {
         "x": R(2, 1, 8),
-        "cache": {},
+        "cache": _decoder_cache(2, 1),
+        "layer": 1,
         "memory_kv": block._probe_kv,
+        "memory_mask": keep(2, 1, 1, 5),
+    }
+
+
+def _decoder_cache(num_layers, cached):
+    """A KVCache of ``num_layers`` layers holding ``cached`` positions of
+    the probe's decoder block (B = 2, h = 2, d_k = 4)."""
+    cache = resolve("attnbook.nn.kv_cache.KVCache")(num_layers)
+    for layer in range(num_layers):
+        cache.append(layer, R(2, 2, cached, 4), R(2, 2, cached, 4))
+    return cache
+
+
+def _decoder_step():
+    decoder = _cls("nn.decoder.TransformerDecoder", 8, 2, 16, 2)()
+    return decoder.step, {
+        "x": R(2, 1, 8),
+        "cache": _decoder_cache(2, 3),
+        "memory_kv": decoder.memory_keys_values(R(2, 5, 8)),
         "memory_mask": keep(2, 1, 1, 5),
     }
 
 
 SPECS["attnbook.nn.decoder.TransformerDecoderBlock.step"] = Spec(
     _step, mutable=("cache",)
+)
+SPECS["attnbook.nn.decoder.TransformerDecoder.step"] = Spec(
+    _decoder_step, mutable=("cache",)
+)
+method(
+    "nn.decoder.TransformerDecoder.new_cache",
+    _cls("nn.decoder.TransformerDecoder", 8, 2, 16, 2),
+)
+method(
+    "nn.decoder.TransformerDecoder.memory_keys_values",
+    _cls("nn.decoder.TransformerDecoder", 8, 2, 16, 2),
+    memory=lambda: R(2, 5, 8),
 )
 method(
     "nn.decoder.TransformerDecoderBlock.load_torch_weights",
@@ -1174,10 +1206,10 @@ method(
     tokens=TOKENS,
     valid_lens=lambda: torch.tensor([5, 3]),
 )
-fn("nn.language_model.KVCache", num_layers=2)
-KV = lambda: resolve("attnbook.nn.language_model.KVCache")(1)  # noqa: E731
+fn("nn.kv_cache.KVCache", num_layers=2)
+KV = lambda: resolve("attnbook.nn.kv_cache.KVCache")(1)  # noqa: E731
 method(
-    "nn.language_model.KVCache.append",
+    "nn.kv_cache.KVCache.append",
     KV,
     layer=0,
     keys=lambda: R(2, 2, 3, 4),
@@ -1191,7 +1223,13 @@ def _filled_cache():
     return cache
 
 
-method("nn.language_model.KVCache.nbytes", _filled_cache)
+method("nn.kv_cache.KVCache.nbytes", _filled_cache)
+method(
+    "nn.kv_cache.KVCache.reorder",
+    _filled_cache,
+    rows=lambda: torch.tensor([1, 1, 0]),
+)
+fn("nn.kv_cache.require_kv_cache", cache=KV)
 fn(
     "nn.language_model.DecoderOnlyBlock",
     embed_dim=8,
@@ -2366,14 +2404,6 @@ fn(
     "nn.beam_search.length_penalty",
     lengths=lambda: torch.tensor([1.0, 4.0, 9.0]),
     alpha=0.6,
-)
-fn(
-    "nn.beam_search.reorder_caches",
-    _mutable=("caches",),
-    caches=lambda: [
-        {"keys": torch.randn(4, 2, 3, 5), "values": torch.randn(4, 2, 3, 5)}
-    ],
-    rows=lambda: torch.tensor([1, 1, 0, 3]),
 )
 fn(
     "nn.beam_search.sequence_log_probs",
