@@ -356,3 +356,5 @@ def test_the_checks_are_first_line_calls_not_hooks():
     state = torch.tanh(model.init_state(summary))
     with pytest.raises(ValueError, match="previous target tokens"):
         model.step(torch.tensor([13]), state, states, summary, keep)
+    with pytest.raises(TypeError, match="prev_tokens"):
+        model.step(None, state, states, summary, keep)

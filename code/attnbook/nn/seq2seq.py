@@ -67,7 +67,10 @@ def _check_target(model, src, tgt_in) -> None:
         )
 
 
-def check_decoder_state(model, state, states, summary, keep, prev=None):
+_NO_TOKENS = object()  # context: no previous tokens to check
+
+
+def check_decoder_state(model, state, states, summary, keep, prev=_NO_TOKENS):
     """A decoder step's inputs: state (B, H), states (B, n, 2H), summary
     (B, 2H) in the model's dtype, keep (B, n) boolean; prev (B,) ids of the
     target vocabulary."""
@@ -89,7 +92,7 @@ def check_decoder_state(model, state, states, summary, keep, prev=None):
         raise ValueError(
             f"keep must have shape ({batch}, {n}), got {tuple(keep.shape)}"
         )
-    if prev is not None:
+    if prev is not _NO_TOKENS:
         require_shape("prev_tokens", prev, (batch,))
         require_ids(
             "previous target tokens", prev, model.tgt_embed.num_embeddings
