@@ -213,3 +213,15 @@ def test_a_private_import_is_caught():
         "attnbook.core.masking._also_hidden",
         "attnbook.nn.pointer._and_this",
     ]
+
+
+def test_checks_are_first_line_calls_not_forward_pre_hooks():
+    # One way to keep checks out of a listing: a call on the function's
+    # first line. A forward pre-hook hides where an error comes from, and
+    # skips a direct call of forward.
+    found = [
+        str(p.relative_to(PACKAGE))
+        for p in MODULES
+        if "register_forward_pre_hook" in p.read_text()
+    ]
+    assert not found, f"forward pre-hooks in {found}"
