@@ -338,3 +338,23 @@ def test_bahdanau_step_diagram_draws_one_weighted_line_per_input():
     assert [round(line.get_linewidth(), 2) for line in red] == [1.1, 4.1, 2.3]
     with pytest.raises(ValueError, match="sum to 1"):
         draw_bahdanau_step(weights=(0.5, 0.6))
+
+
+def test_the_checks_are_first_line_calls_not_hooks():
+    # forward and step check their own inputs: called directly (not only
+    # through model(...)) they refuse bad targets and token ids before any
+    # work, and no forward pre-hook is left on the model or its embedding.
+    model = tiny_model()
+    assert not model._forward_pre_hooks
+    assert not model.tgt_embed._forward_pre_hooks
+    src, lengths = torch.tensor([[3, 4, 5]]), torch.tensor([3])
+    with pytest.raises(ValueError, match="tgt_in"):
+        model.forward(src, lengths, torch.tensor([[1, 99]]))
+    with pytest.raises(ValueError, match="at least one step"):
+        model.forward(src, lengths, torch.zeros(1, 0, dtype=torch.long))
+    states, summary, keep = model.encode(src, lengths)
+    state = torch.tanh(model.init_state(summary))
+    with pytest.raises(ValueError, match="previous target tokens"):
+        model.step(torch.tensor([13]), state, states, summary, keep)
+    with pytest.raises(TypeError, match="prev_tokens"):
+        model.step(None, state, states, summary, keep)

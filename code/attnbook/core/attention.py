@@ -40,11 +40,12 @@ from ._nonfinite import (
     DOT_PRODUCT_SCORES,
     drop_masked_garbage,
     drop_unmatched_garbage,
+    masked_softmax_unchecked,
     scores_surely_finite,
     scores_with_partly_masked_garbage,
     weighted_values,
 )
-from .masking import _masked_softmax, masked_softmax
+from .masking import masked_softmax
 from .sampling import draw_categorical
 from .scoring import AdditiveScore, BilinearScore, scaled_dot_score
 
@@ -218,7 +219,9 @@ def _attention_weights(queries, keys, score, mask) -> torch.Tensor:
     # Write the weights over the scores if this call allocated them and no
     # gradient needs them: the n_q x n_k matrix then exists once.
     inplace = owned and not (scores.requires_grad and torch.is_grad_enabled())
-    return _masked_softmax(scores, mask, -1, inplace, known_finite=finite)
+    return masked_softmax_unchecked(
+        scores, mask, -1, inplace, known_finite=finite
+    )
 
 
 def _weighted_average(weights, values, mask) -> torch.Tensor:

@@ -336,7 +336,7 @@ def selector_loss(
     "gumbel": straight-through Gumbel-softmax (``gumbel_loss``). The last two
     draw with ``generator`` (None: torch's global generator).
     """
-    _check_method(method)
+    check_method(method)
     _check_scores(scores, items)
     if method == "soft":
         return soft_loss(scores.softmax(dim=-1), items, target)
@@ -410,7 +410,9 @@ def _check_scores(scores, items) -> None:
         raise ValueError("scores must be finite")
 
 
-def _check_method(method) -> None:
+def check_method(method) -> None:
+    """``method`` one of ``METHODS`` ("soft", "expected", "reinforce",
+    "gumbel")."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
 
@@ -440,7 +442,7 @@ def train_selector(
     lists ``accuracy``, ``soft_loss`` and ``hard_loss``. Runs on one thread
     (see ``attnbook.measure.threads``).
     """
-    _check_method(method)
+    check_method(method)
     require_training(
         steps=steps,
         batch_size=batch_size,

@@ -22,7 +22,8 @@ from .._random import (
 from .._weights import load_pinned
 from ..measure.threads import torch_threads
 from ..nn.hull_pointer import PAD, HullPointerNetwork
-from .sorting import _check_saving, _read_saved, teacher_forced_training
+from ._saved_models import check_saving, read_saved
+from .sorting import teacher_forced_training
 
 PRETRAINED_FILE = "hull_pointer.pt"
 # SHA-256 of the shipped attnbook/data/hull_pointer.pt; pretrained_hull_pointer
@@ -157,7 +158,7 @@ def train_hull_pointer(
 def save_hull_pointer(model, path, info: dict | None = None) -> None:
     """Save the weights, the size and ``info`` to ``path`` (the same bytes on
     every run)."""
-    _check_saving(model, path, info, HullPointerNetwork)
+    check_saving(model, path, info, HullPointerNetwork)
     state = {k: v.detach().clone() for k, v in model.state_dict().items()}
     buffer = io.BytesIO()
     torch.save(
@@ -195,7 +196,7 @@ def _model_from(saved: dict):
 
 def load_hull_pointer(path):
     """Load a model saved by ``save_hull_pointer``: (model, info)."""
-    return _model_from(_read_saved(path, "hull pointer", "save_hull_pointer"))
+    return _model_from(read_saved(path, "hull pointer", "save_hull_pointer"))
 
 
 def pretrained_hull_pointer(return_info: bool = False):
