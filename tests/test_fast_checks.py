@@ -55,3 +55,38 @@ def test_broadcast_shapes_agrees_with_torch():
             continue
         got = broadcast_shapes(*shapes)
         assert got == expected and isinstance(got, torch.Size)
+
+
+def test_ordinary_sequences_only_says_yes_when_every_check_passes():
+    """require_sequences' fast path: wherever it answers True, the checks
+    one by one pass too; every way of failing one of them answers False."""
+    from attnbook._checks import _ordinary_sequences, require_sequences
+
+    q, k = torch.randn(2, 3, 5, 4), torch.randn(2, 3, 7, 4)
+    assert _ordinary_sequences([q, k])
+    require_sequences(queries=q, keys=k)
+    for bad in (
+        [q, torch.randn(1, 3, 7, 4)],  # broadcasts, but not one batch shape
+        [q, torch.randn(7, 4)],
+        [q, k.long()],
+        [q, torch.randn(4)],
+        [q, torch.randn(2, 3, 7, 4, device="meta")],
+        [q, "keys"],
+        [q, torch.randn(1, 1, 1, 4).expand(2, 3, 2**28, 4)],
+    ):
+        assert not _ordinary_sequences(bad)
+
+
+def test_a_decoding_step_takes_the_plain_path_even_without_gradients():
+    """attention overwrites the scores with the weights (the careful path)
+    only for score matrices of at least REUSE_SCORES bytes; a step of one
+    query reading a few keys is all fixed costs, kept low."""
+    from attnbook.core.attention import REUSE_SCORES, _needs_care
+
+    step = torch.randn(1, 4, 1, 16), torch.randn(1, 4, 12, 16)
+    n = 1024
+    big = torch.randn(n, 16), torch.randn(n, 16)
+    assert n * n * 4 >= REUSE_SCORES
+    with torch.no_grad():
+        assert not _needs_care(*step, step[1], None)
+        assert _needs_care(*big, big[1], None)
