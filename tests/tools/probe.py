@@ -1417,6 +1417,14 @@ QKV8 = dict(
 )
 method("nn.multihead.MultiHeadAttention.project", MHA, **QKV8)
 method(
+    "nn.multihead.MultiHeadAttention.project_query", MHA, x=lambda: R(2, 3, 8)
+)
+method(
+    "nn.multihead.MultiHeadAttention.project_keys_values",
+    MHA,
+    x=lambda: R(2, 5, 8),
+)
+method(
     "nn.multihead.MultiHeadAttention.forward",
     MHA,
     **QKV8,

@@ -25,7 +25,6 @@ reads with the core ``attention``, like ``forward``.
 """
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from .._checks import (
@@ -71,33 +70,10 @@ def _require_dropout(value) -> float:
     return float(value)
 
 
-# -- the three projections of MultiHeadAttention, used one at a time by the
-# cache ------------
-
-
-def _project_query(mha: MultiHeadAttention, x: torch.Tensor) -> torch.Tensor:
-    """x (B, n, E) -> queries split into heads (B, h, n, d_k), with W_q of
-    ``mha``."""
-    e = mha.embed_dim
-    bias = mha.in_proj_bias[:e] if mha.in_proj_bias is not None else None
-    return split_heads(
-        F.linear(x, mha.in_proj_weight[:e], bias), mha.num_heads
-    )
-
-
 def _project_heads(mha: MultiHeadAttention, x: torch.Tensor):
     """x (B, n, E) -> q, k, v of self-attention, each split into heads
     (B, h, n, d_k), with ``mha``'s own projection."""
     return (split_heads(t, mha.num_heads) for t in mha.project(x, x, x))
-
-
-def _project_keys_values(mha: MultiHeadAttention, x: torch.Tensor):
-    """x (B, n, E) -> (keys, values), each split into heads (B, h, n, d_k),
-    with W_k, W_v of ``mha``."""
-    e = mha.embed_dim
-    bias = mha.in_proj_bias[e:] if mha.in_proj_bias is not None else None
-    keys, values = F.linear(x, mha.in_proj_weight[e:], bias).chunk(2, dim=-1)
-    return split_heads(keys, mha.num_heads), split_heads(values, mha.num_heads)
 
 
 def _check_mask(name: str, mask, n_q: int, n_k: int) -> None:
@@ -255,7 +231,7 @@ class TransformerDecoderBlock(nn.Module):
             self.embed_dim,
         )
         require_module_dtype(self, memory=memory)
-        return _project_keys_values(self.cross_attn, memory)
+        return self.cross_attn.project_keys_values(memory)
 
     def step(self, x, cache: KVCache, layer: int, memory_kv, memory_mask=None):
         """One generation step for x (B, 1, d_model), the new position only:
@@ -265,7 +241,7 @@ class TransformerDecoderBlock(nn.Module):
         k, v = cache.append(layer, k, v)  # the cached positions, then it
         heads, self_weights = attention(q, k, v)  # no mask: all is past
         x = self.norm1(x + self.self_attn.out_proj(merge_heads(heads)))
-        q = _project_query(self.cross_attn, x)
+        q = self.cross_attn.project_query(x)
         heads, cross_weights = attention(q, *memory_kv, mask=memory_mask)
         x = self.norm2(x + self.cross_attn.out_proj(merge_heads(heads)))
         x = self.norm3(x + self.ffn(x))
