@@ -36,6 +36,7 @@ from .._checks import (
     require_int,
     require_int_in,
     require_module_dtype,
+    require_probability,
     require_same_size,
     require_tensor,
 )
@@ -58,16 +59,6 @@ from .multihead import (
     require_multihead_mask,
     split_heads,
 )
-
-
-def _require_dropout(value) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not 0.0 <= value < 1.0
-    ):
-        raise ValueError(f"dropout must be a number in [0, 1), got {value!r}")
-    return float(value)
 
 
 def _project_heads(mha: MultiHeadAttention, x: torch.Tensor):
@@ -157,7 +148,7 @@ class TransformerDecoderBlock(nn.Module):
             "TransformerDecoderBlock",
             blocks_weights(1, embed_dim, 2 * ffn_hidden),
         )
-        dropout = _require_dropout(dropout)
+        dropout = require_probability("dropout", dropout)
         self.self_attn = MultiHeadAttention(embed_dim, num_heads)
         self.dropout1 = nn.Dropout(dropout)
         self.norm1 = LayerNorm(embed_dim)
@@ -535,7 +526,7 @@ class EncoderDecoderTransformer(nn.Module):
                 f"embed_dim ({embed_dim}) must be divisible by num_heads ("
                 f"{num_heads})"
             )
-        _require_dropout(dropout)
+        require_probability("dropout", dropout)
         for name, value in (("bos", bos), ("eos", eos)):
             require_int(name, value, minimum=0)
         require_weights_fit(
@@ -551,19 +542,16 @@ class EncoderDecoderTransformer(nn.Module):
             max_len=max_src_len,
             dropout=dropout,
         )
-        self.tgt_vocab_size = require_int("tgt_vocab_size", tgt_vocab_size)
+        self.tgt_vocab_size = tgt_vocab_size
         self.tgt_embedding = nn.Embedding(tgt_vocab_size, embed_dim)
         self.tgt_positions = PositionalEncoding(
-            embed_dim, require_int("max_tgt_len", max_tgt_len), dropout
+            embed_dim, max_tgt_len, dropout
         )
         self.decoder = TransformerDecoder(
             embed_dim, num_heads, ffn_hidden, num_decoder_layers, dropout
         )
         self.output = nn.Linear(embed_dim, tgt_vocab_size)
-        self.bos, self.eos = (
-            require_int("bos", bos, minimum=0),
-            require_int("eos", eos, minimum=0),
-        )
+        self.bos, self.eos = bos, eos  # checked above
         self.config = dict(
             src_vocab_size=src_vocab_size,
             tgt_vocab_size=tgt_vocab_size,

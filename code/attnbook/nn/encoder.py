@@ -33,10 +33,6 @@ from ..core.positional import PositionalEncoding
 from .multihead import MultiHeadAttention
 
 
-def _require_dropout(value) -> float:
-    return require_probability("dropout", value)
-
-
 def padding_mask(valid_lens, n: int) -> torch.Tensor:
     """Key-padding mask for self-attention over a padded batch.
 
@@ -116,7 +112,7 @@ class PositionWiseFFN(nn.Module):
             "PositionWiseFFN", (2 * ffn_dim + 1, embed_dim + 1)
         )
         self.linear1 = nn.Linear(embed_dim, ffn_dim)
-        self.dropout = nn.Dropout(_require_dropout(dropout))
+        self.dropout = nn.Dropout(require_probability("dropout", dropout))
         self.linear2 = nn.Linear(ffn_dim, embed_dim)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -162,7 +158,7 @@ class TransformerEncoderBlock(nn.Module):
             blocks_weights(1, embed_dim, require_int("ffn_dim", ffn_dim)),
         )
         self.self_attn = MultiHeadAttention(embed_dim, num_heads)
-        self.dropout1 = nn.Dropout(_require_dropout(dropout))
+        self.dropout1 = nn.Dropout(require_probability("dropout", dropout))
         self.norm1 = LayerNorm(embed_dim)
         self.ffn = PositionWiseFFN(embed_dim, ffn_dim, dropout)
         self.dropout2 = nn.Dropout(dropout)
@@ -313,7 +309,7 @@ class TransformerEncoder(nn.Module):
         self.positions = PositionalEncoding(
             embed_dim,
             require_int("max_len", max_len),
-            _require_dropout(dropout),
+            require_probability("dropout", dropout),
         )
         self.blocks = nn.ModuleList(
             TransformerEncoderBlock(embed_dim, num_heads, ffn_dim, dropout)
