@@ -109,3 +109,23 @@ def test_require_shape_names_both_shapes():
 def test_require_training_names_the_setting(settings, match):
     with pytest.raises(ValueError, match=match):
         _checks.require_training(**settings)
+
+
+def test_ordinary_sequences_only_says_yes_when_every_check_passes():
+    """require_sequences' fast path: wherever it answers True, the checks
+    one by one pass too; every way of failing one of them answers False."""
+    from attnbook._checks import _ordinary_sequences, require_sequences
+
+    q, k = torch.randn(2, 3, 5, 4), torch.randn(2, 3, 7, 4)
+    assert _ordinary_sequences([q, k])
+    require_sequences(queries=q, keys=k)
+    for bad in (
+        [q, torch.randn(1, 3, 7, 4)],  # broadcasts, but not one batch shape
+        [q, torch.randn(7, 4)],
+        [q, k.long()],
+        [q, torch.randn(4)],
+        [q, torch.randn(2, 3, 7, 4, device="meta")],
+        [q, "keys"],
+        [q, torch.randn(1, 1, 1, 4).expand(2, 3, 2**28, 4)],
+    ):
+        assert not _ordinary_sequences(bad)

@@ -157,3 +157,71 @@ def test_an_upward_import_is_caught():
     assert upward("attnbook.core.attention", imports) == [
         "attnbook.tasks.dates"
     ]
+
+
+def private_imports_of(source: str, path: Path) -> list:
+    """The private names (``_name``) that ``source``, read as the module at
+    ``path``, imports from another attnbook module that is not itself a
+    private helper module (``_checks``, ``core/_nonfinite``, ...: those exist
+    to be shared)."""
+    here = module_name(path).split(".")
+    package = here if is_package(path) else here[:-1]
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        if node.level:
+            base = package[: len(package) - node.level + 1]
+            target = ".".join(base + ([node.module] if node.module else []))
+        else:
+            target = node.module or ""
+        parts = target.split(".")
+        if parts[0] != "attnbook" or any(p.startswith("_") for p in parts):
+            continue
+        for alias in node.names:
+            name = alias.name
+            private = name.startswith("_") and not name.endswith("__")
+            if private and not resolves(f"{target}.{name}"):
+                found.append(f"{target}.{name}")
+    return found
+
+
+@pytest.mark.parametrize(
+    "path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE))
+)
+def test_no_module_imports_another_modules_private_names(path):
+    # A private name is its module's own business: what two modules share
+    # gets a public name, or lives in a private helper module.
+    found = private_imports_of(path.read_text(), path)
+    assert not found, f"{module_name(path)} imports private names {found}"
+
+
+def test_a_private_import_is_caught():
+    # The check can fail, and lets the private helper modules through.
+    fake = PACKAGE / "nn" / "luong.py"
+    source = (
+        fake.read_text()
+        + "\nfrom .seq2seq import Seq2Seq, _hidden\n"
+        + "from ..core.masking import _also_hidden\n"
+        + "from attnbook.nn.pointer import _and_this\n"
+        + "from .._checks import require_int\n"
+        + "from ..core._nonfinite import softmax_nonfinite\n"
+        + "from ..core import _nonfinite\n"
+    )
+    assert private_imports_of(source, fake) == [
+        "attnbook.nn.seq2seq._hidden",
+        "attnbook.core.masking._also_hidden",
+        "attnbook.nn.pointer._and_this",
+    ]
+
+
+def test_checks_are_first_line_calls_not_forward_pre_hooks():
+    # One way to keep checks out of a listing: a call on the function's
+    # first line. A forward pre-hook hides where an error comes from, and
+    # skips a direct call of forward.
+    found = [
+        str(p.relative_to(PACKAGE))
+        for p in MODULES
+        if "register_forward_pre_hook" in p.read_text()
+    ]
+    assert not found, f"forward pre-hooks in {found}"

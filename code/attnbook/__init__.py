@@ -100,7 +100,8 @@ from .nn.encoder import (
     TransformerEncoderBlock,
     padding_mask,
 )
-from .nn.language_model import DecoderOnlyTransformer, KVCache
+from .nn.kv_cache import KVCache
+from .nn.language_model import DecoderOnlyTransformer
 from .nn.latent_attention import MultiHeadLatentAttention
 from .nn.multihead import MultiHeadAttention, merge_heads, split_heads
 from .nn.pointer import PointerNetwork

@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from ._memory import require_view_fits
+from ._memory import matrix_memory_limit, require_view_fits
 
 
 def require_tensor(name: str, value) -> torch.Tensor:
@@ -136,6 +136,8 @@ def require_sequences(**tensors: torch.Tensor) -> None:
     ``require_sequences(keys=keys, values=values)``, so that every message
     names the argument at fault and its shape.
     """
+    if _ordinary_sequences(tensors.values()):
+        return  # the common case, decided in a few microseconds
     for name, tensor in tensors.items():
         require_float(name, tensor)
         if tensor.dim() < 2:
@@ -153,6 +155,27 @@ def require_sequences(**tensors: torch.Tensor) -> None:
         raise ValueError(
             f"batch dimensions do not broadcast: {listed}"
         ) from None
+
+
+def _ordinary_sequences(tensors) -> bool:
+    """True when every check of ``require_sequences`` surely passes: float
+    tensors (..., n, d) with one batch shape, on one real device, each
+    within the memory limit. Otherwise the checks run one by one."""
+    limit, batch, device = matrix_memory_limit(), None, None
+    for t in tensors:
+        if (
+            not isinstance(t, torch.Tensor)
+            or not t.is_floating_point()
+            or t.dim() < 2
+            or t.is_meta
+            or t.numel() * t.dtype.itemsize > limit
+        ):
+            return False
+        if batch is None:
+            batch, device = t.shape[:-2], t.device
+        elif t.shape[:-2] != batch or t.device != device:
+            return False
+    return True
 
 
 def require_same_device(**tensors: torch.Tensor) -> None:
@@ -515,6 +538,32 @@ def require_saved(name: str, saved, *keys, allow_none=False):
             f"training script writes), got {str(saved):.40}"
         )
     return saved
+
+
+def require_text_pairs(name: str, pairs) -> tuple:
+    """(sources, targets): ``pairs`` as two lists of str, as many and not
+    empty (inputs and their right outputs); ``TypeError``/``ValueError``
+    naming ``name`` otherwise."""
+    if not isinstance(pairs, (tuple, list)) or len(pairs) != 2:
+        raise TypeError(
+            f"{name} must be a pair (sources, targets) of lists of str, got "
+            f"{pairs!r:.40}"
+        )
+    sources, targets = pairs
+    for strings in pairs:
+        if not isinstance(strings, (list, tuple)) or not all(
+            isinstance(s, str) for s in strings
+        ):
+            raise TypeError(
+                f"{name} must be two lists of str (sources, targets), got "
+                f"{strings!r:.40}"
+            )
+    if not sources or len(sources) != len(targets):
+        raise ValueError(
+            f"{name}: sources and targets must be as many and not empty, "
+            f"got {len(sources)} and {len(targets)}"
+        )
+    return list(sources), list(targets)
 
 
 def require_translator(translator):

@@ -61,7 +61,7 @@ def require_matrix_fits(
     numel = 1
     for size in shape:
         numel *= int(size)
-    size = numel * torch.empty((), dtype=dtype).element_size()
+    size = numel * dtype.itemsize
     limit = _MATRIX_LIMIT["bytes"]
     if size > limit:
         raise ValueError(
@@ -83,7 +83,7 @@ def require_activations_fit(
     10**6 rows) allocates little at a time, yet streams gigabytes through
     memory for many seconds: its work is bounded by the same limit.
     """
-    size = int(numbers) * torch.empty((), dtype=dtype).element_size()
+    size = int(numbers) * dtype.itemsize
     limit = _MATRIX_LIMIT["bytes"]
     if size > limit:
         raise ValueError(

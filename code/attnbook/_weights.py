@@ -8,11 +8,9 @@ of being loaded. ``torch.load`` runs with ``weights_only=True``: a weight file
 can hold tensors and plain containers, never code.
 """
 
-import argparse
 import hashlib
 import io
 from importlib import resources
-from pathlib import Path
 
 
 def sha256_of(data: bytes) -> str:
@@ -81,40 +79,3 @@ def weights_digest(model) -> str:
         buffer,
     )
     return hashlib.sha256(buffer.getvalue()).hexdigest()[:16]
-
-
-def training_arguments(argv, description: str, recipe: dict, script: str):
-    """The command line shared by the ``attnbook.train`` scripts: ``--out``,
-    ``--check`` and one option per recipe entry (``--batch-size 64``).
-    Returns (args, the recipe as given, the command that reproduces it, e.g.
-    ``python -m attnbook.train.sorter --steps 100``)."""
-    parser = argparse.ArgumentParser(
-        description=description,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=None,
-        help="where to write the weights (default: the package's data)",
-    )
-    parser.add_argument(
-        "--check",
-        action="store_true",
-        help="only evaluate the shipped weights",
-    )
-    for key, value in recipe.items():
-        parser.add_argument(
-            "--" + key.replace("_", "-"),
-            type=type(value),
-            default=value,
-            help=f"training recipe (default {value})",
-        )
-    args = parser.parse_args(argv)
-    given = {key: getattr(args, key) for key in recipe}
-    changed = [
-        f"--{key.replace('_', '-')} {value}"
-        for key, value in given.items()
-        if value != recipe[key]
-    ]
-    return args, given, " ".join([f"python -m attnbook.{script}", *changed])

@@ -818,3 +818,18 @@ def test_score_none_is_refused(call):
 def test_values_none_is_refused(function):
     q, k, _ = batched_qkv()
     refused(lambda: function(q, k, None), TypeError, "values", q, k)
+
+
+def test_a_decoding_step_takes_the_plain_path_even_without_gradients():
+    """attention overwrites the scores with the weights (the careful path)
+    only for score matrices of at least REUSE_SCORES bytes; a step of one
+    query reading a few keys is all fixed costs, kept low."""
+    from attnbook.core.attention import REUSE_SCORES, _needs_care
+
+    step = torch.randn(1, 4, 1, 16), torch.randn(1, 4, 12, 16)
+    n = 1024
+    big = torch.randn(n, 16), torch.randn(n, 16)
+    assert n * n * 4 >= REUSE_SCORES
+    with torch.no_grad():
+        assert not _needs_care(*step, step[1], None)
+        assert _needs_care(*big, big[1], None)

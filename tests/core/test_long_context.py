@@ -477,3 +477,18 @@ def test_rope_score_by_distance_refuses_no_frequency():
         rope_score_by_distance(torch.randn(0), torch.arange(5.0))
     score = rope_score_by_distance(torch.ones(2), torch.zeros(1))
     assert score.tolist() == [1.0]
+
+
+def test_position_scheme_model_checks_embed_tokens_and_rope_base():
+    """Probe findings: embed reached nn.Embedding with bad tokens, and a
+    rope_base of None or 10**400 failed inside float()."""
+    from attnbook.nn.position_schemes import PositionSchemeTransformer
+
+    sizes = dict(vocab_size=16, embed_dim=8, num_heads=2, num_layers=1)
+    model = PositionSchemeTransformer("rope", max_len=32, **sizes)
+    for tokens in (None, torch.zeros(2, 6), torch.full((2, 6), 16)):
+        with pytest.raises((TypeError, ValueError), match="tokens"):
+            model.embed(tokens)
+    for base in (None, 10**400, 0.5, float("nan")):
+        with pytest.raises(ValueError, match="rope_base"):
+            PositionSchemeTransformer("rope", rope_base=base, **sizes)

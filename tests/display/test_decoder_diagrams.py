@@ -49,5 +49,7 @@ def test_kv_cache_grows_one_column_per_step(steps, n_src):
 def test_kv_cache_rejects_unreadable_sizes():
     with pytest.raises(ValueError, match="two step"):
         draw_kv_cache((1, 2, 3))
+    with pytest.raises(ValueError, match="two step"):
+        draw_kv_cache(None)  # the probe's one deep error here
     with pytest.raises(ValueError, match="at most 9"):
         draw_kv_cache((3, 4), n_src=12)

@@ -199,3 +199,17 @@ def test_stored_figures_are_sharp_and_legible(path):
                 f"{where}: smallest text {text} px < {MIN_TEXT_PX} px"
             )
     assert problems == [], "\n".join(problems)
+
+
+def test_drawing_helpers_want_an_axes():
+    """Probe findings: ax=None or a module reached AttributeErrors."""
+    from attnbook.display.diagrams import weight_line
+    from attnbook.display.figures import label_log_axis, require_axes
+
+    for ax in (None, 3, object()):
+        with pytest.raises(TypeError, match="ax must be a matplotlib Axes"):
+            require_axes(ax)
+        with pytest.raises(TypeError, match="ax"):
+            label_log_axis(ax)
+        with pytest.raises(TypeError, match="ax"):
+            weight_line(ax, (0, 0), (1, 1), 0.5)

@@ -28,3 +28,20 @@ def test_one_line_per_layer_and_reference_slopes_through_the_anchors():
     assert slope2.get_ydata()[-1] == 4e-4
     assert slope2.get_ydata()[0] == 1e-4
     plt.close(fig)
+
+
+def test_bad_input_is_refused_by_name():
+    """Probe findings: matplotlib's and Python's deep errors before."""
+    import pytest
+
+    good = {"RNN": [1.0, 2.0], "self-attention": [1.0, 4.0]}
+    for kwargs, name in (
+        (dict(lengths=[], times=good), "lengths"),
+        (dict(lengths=None, times=good), "lengths"),
+        (dict(lengths=[8, 16], times={}), "times"),
+        (dict(lengths=[8, 16], times={"RNN": [1.0]}), "times"),
+        (dict(lengths=[8, 16], times=good, fit_from=2.5), "fit_from"),
+    ):
+        with pytest.raises((TypeError, ValueError), match=name):
+            plot_layer_times(**kwargs)
+    assert not plt.get_fignums()  # refused before a figure was opened

@@ -52,3 +52,18 @@ def test_bad_input_is_refused_before_drawing(vector, panels):
     with pytest.raises(ValueError):
         draw_rotated_pairs(vector, panels)
     assert plt.get_fignums() == before
+
+
+@pytest.mark.parametrize(
+    "panels, figsize, name",
+    [
+        (None, (7.5, 3.6), "panels"),
+        ([None], (7.5, 3.6), "panels"),
+        ("abc", (7.5, 3.6), "panels"),
+        ([(0, range(3))], [], "figsize"),
+        ([(0, range(3))], "abc", "figsize"),
+    ],
+)
+def test_bad_panels_and_figsize_are_refused_by_name(panels, figsize, name):
+    with pytest.raises((TypeError, ValueError), match=name):
+        draw_rotated_pairs(torch.randn(4), panels, figsize)

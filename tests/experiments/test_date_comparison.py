@@ -121,3 +121,29 @@ def test_held_out_dates_of_a_pair_avoid_both_its_training_streams():
     for run in runs:
         for index, source, _, target in run["misses"]:
             assert (sources[index], targets[index]) == (source, target)
+
+
+def test_held_out_helpers_refuse_bad_input_by_name():
+    """Probe findings: a size no draw can reach is refused before the
+    training streams are replayed; pairs and translators are checked."""
+    import time
+
+    from attnbook.train.date_transformer import (
+        held_out_accuracy,
+        held_out_date_pairs,
+    )
+
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match="size"):
+        held_out_date_pairs(size=10**12)
+    assert time.perf_counter() - start < 1.0
+    with pytest.raises(TypeError, match="translator"):
+        held_out_accuracy(None, (["a"], ["b"]))
+    for pairs in (None, [], "abc", ([], [])):
+        with pytest.raises((TypeError, ValueError), match="pairs"):
+            held_out_accuracy(_Echo(), pairs)
+
+
+class _Echo:
+    def translate(self, sources):
+        return list(sources)

@@ -288,3 +288,9 @@ def test_the_leave_one_out_baseline_refuses_a_huge_view_before_allocating():
     huge = torch.zeros(1).expand(10**9)
     with pytest.raises(ValueError, match=r"baselines of shape \(2, 10+\)"):
         leave_one_out_baseline(huge)
+
+
+def test_run_sweep_checks_its_recipe():
+    for recipe in (None, "x", {}, {"lrs": (0.1,)}):
+        with pytest.raises(TypeError, match="recipe"):
+            hard_training.run_sweep(recipe)

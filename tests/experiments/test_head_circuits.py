@@ -229,3 +229,14 @@ def test_induction_model_scores_names_a_bad_seed(seed):
     model = AttentionOnlyTransformer(10, 8, 8, 2, 1)
     with pytest.raises(ValueError, match="seed"):
         induction_model_scores(model, period=3, batch_size=2, seed=seed)
+
+
+def test_circuits_refuse_inputs_of_another_dtype():
+    """Probe finding: float16/float64 inputs reached a matmul's dtype
+    error; now a TypeError naming the input and both dtypes."""
+    layer = MultiHeadAttention(8, 2)
+    x = torch.randn(3, 8)
+    with pytest.raises(TypeError, match="query_inputs"):
+        qk_circuit(layer, 1, x.double(), x)
+    with pytest.raises(TypeError, match="unembed"):
+        ov_circuit(layer, 1, x, torch.randn(10, 8).half())

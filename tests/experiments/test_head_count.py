@@ -132,3 +132,24 @@ def test_sweep_table_takes_the_worst_single_removal():
     assert sweep_table(results) == {2: [(0.75, 0.45)]}
     with pytest.raises(TypeError, match="runs"):
         sweep_table([])
+
+
+def test_draw_head_sweep_checks_embed_dim():
+    from attnbook.display.head_sweep import draw_head_sweep
+
+    for embed_dim in (None, "3", 0):
+        with pytest.raises(ValueError, match="embed_dim"):
+            draw_head_sweep({1: [(0.5, 0.1)]}, embed_dim=embed_dim)
+
+
+def test_card_lookup_checks_its_inputs_on_forwards_first_line():
+    # no forward pre-hook: forward itself refuses bad ids, also when it is
+    # called directly rather than through model(...)
+    model = _small_model()
+    assert not model._forward_pre_hooks
+    batch = lookup_batch(2, 3, torch.Generator().manual_seed(0))
+    cards = batch["card_colours"], batch["card_digits"]
+    with pytest.raises(ValueError, match="ask_digit"):
+        model.forward(*cards, batch["ask_colour"], batch["ask_digit"] + 10)
+    with pytest.raises(ValueError, match="match in pairs"):
+        model.forward(*cards, batch["ask_colour"], batch["ask_digit"][:, :2])

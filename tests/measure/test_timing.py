@@ -179,3 +179,12 @@ def test_timings_refuse_a_count_that_would_run_for_hours():
         ):
             call()
     assert mean_call_time(noop, 3) >= 0
+
+
+def test_require_count_checks_its_minimum():
+    from attnbook.measure.timing import require_count
+
+    assert require_count("repeats", 3, minimum=2) == 3
+    for minimum in (None, "3", 2.5, True):
+        with pytest.raises(TypeError, match="minimum"):
+            require_count("repeats", 3, minimum=minimum)

@@ -5,11 +5,10 @@ disjoint from both date models' training data."""
 import pytest
 import torch
 
-from attnbook import EncoderDecoderTransformer
+from attnbook import EncoderDecoderTransformer, KVCache
 from attnbook.nn.beam_search import (
     beam_search,
     length_penalty,
-    reorder_caches,
     sequence_log_probs,
 )
 
@@ -74,31 +73,91 @@ def test_the_cached_search_gives_the_beams_of_the_uncached_one(seed, alpha):
         assert torch.allclose(fast[1], slow[1], atol=1e-5)
 
 
-def test_the_beams_change_parents_so_the_reorder_is_needed():
+def test_the_beams_change_parents_so_the_reorder_is_needed(monkeypatch):
     # without the gather the cached search would read another beam's past:
     # check that these inputs do make beams swap parents, and that a
     # search which skips the gather gives other beams
-    import attnbook.nn.beam_search as module
-
     model = _model(1, eos=4)
     src, lens = _source(11)
     slow = beam_search(model, src, lens, 3, 10)
-    original = module.reorder_caches
-    try:
-        module.reorder_caches = lambda caches, rows: None
-        wrong = beam_search(model, src, lens, 3, 10, use_cache=True)
-    finally:
-        module.reorder_caches = original
+    monkeypatch.setattr(KVCache, "reorder", lambda cache, rows: None)
+    wrong = beam_search(model, src, lens, 3, 10, use_cache=True)
     assert not torch.equal(wrong[0], slow[0])
 
 
-def test_reorder_caches_gathers_rows_and_leaves_empty_caches_empty():
+def test_reorder_gathers_rows_and_leaves_empty_layers_empty():
     keys = torch.arange(4.0).view(4, 1, 1, 1).expand(4, 2, 3, 2)
-    caches = [{"keys": keys, "values": -keys}, {}]
-    reorder_caches(caches, torch.tensor([2, 2, 0, 3]))
-    assert caches[0]["keys"][:, 0, 0, 0].tolist() == [2.0, 2.0, 0.0, 3.0]
-    assert caches[0]["values"][:, 1, 2, 1].tolist() == [-2.0, -2.0, 0.0, -3.0]
-    assert caches[1] == {}
+    cache = KVCache(2)
+    cache.append(0, keys, -keys)
+    cache.reorder(torch.tensor([2, 2, 0, 3]))
+    assert cache.keys[0][:, 0, 0, 0].tolist() == [2.0, 2.0, 0.0, 3.0]
+    assert cache.values[0][:, 1, 2, 1].tolist() == [-2.0, -2.0, 0.0, -3.0]
+    assert cache.keys[1] is None and cache.values[1] is None
+
+
+def test_reorder_may_change_the_batch_and_keeps_appending():
+    # beam search starts from B rows and may keep any number of them
+    cache = KVCache(1)
+    keys = torch.arange(3.0).view(3, 1, 1, 1).expand(3, 2, 2, 4)
+    cache.append(0, keys, keys + 10)
+    cache.reorder(torch.tensor([1, 1, 2, 0, 0]))
+    assert cache.keys[0].shape == (5, 2, 2, 4) and len(cache) == 2
+    new = torch.full((5, 2, 1, 4), 7.0)
+    keys, values = cache.append(0, new, new)
+    assert keys[:, 0, :, 0].tolist() == [
+        [1, 1, 7],
+        [1, 1, 7],
+        [2, 2, 7],
+        [0, 0, 7],
+        [0, 0, 7],
+    ]
+    assert values[:, 1, 0, 3].tolist() == [11, 11, 12, 10, 10]
+
+
+def test_reorder_of_an_empty_cache_changes_nothing():
+    cache = KVCache(2)
+    cache.reorder(torch.tensor([0, 0, 1]))
+    assert cache.keys == [None, None] and cache.values == [None, None]
+
+
+@pytest.mark.parametrize(
+    "rows, error, match",
+    [
+        ([0, 1], TypeError, "rows must be a torch.Tensor"),
+        (torch.tensor([0.0, 1.0]), TypeError, "int64"),
+        (torch.tensor([0, 1], dtype=torch.int32), TypeError, "int64"),
+        (torch.tensor([True, False]), TypeError, "int64"),
+        (torch.tensor([[0, 1]]), ValueError, r"1-D"),
+        (torch.tensor([0, 4]), ValueError, r"in \[0, 4\).*0 \.\. 4"),
+        (torch.tensor([-1, 0]), ValueError, r"in \[0, 4\)"),
+        (torch.tensor([0, 1], device="meta"), ValueError, "meta"),
+    ],
+)
+def test_reorder_refuses_bad_rows_before_anything_changes(rows, error, match):
+    cache = KVCache(2)
+    keys = torch.randn(4, 2, 3, 5)
+    cache.append(0, keys, 2 * keys)
+    cache.append(1, -keys, keys)
+    before = [t.clone() for t in cache.keys + cache.values]
+    with pytest.raises(error, match=match):
+        cache.reorder(rows)
+    assert all(
+        torch.equal(a, b) for a, b in zip(before, cache.keys + cache.values)
+    )
+
+
+def test_reorder_names_rows_on_another_device_and_mixed_layers():
+    cache = KVCache(2)
+    cache.append(0, torch.zeros(4, 1, 1, 2), torch.zeros(4, 1, 1, 2))
+    cache.append(1, torch.zeros(3, 1, 1, 2), torch.zeros(3, 1, 1, 2))
+    with pytest.raises(ValueError, match="different batch sizes"):
+        cache.reorder(torch.tensor([0]))
+    assert cache.keys[0].shape[0] == 4 and cache.keys[1].shape[0] == 3
+    if torch.cuda.is_available():  # pragma: no cover - needs a GPU
+        cache = KVCache(1)
+        cache.append(0, torch.zeros(2, 1, 1, 2), torch.zeros(2, 1, 1, 2))
+        with pytest.raises(ValueError, match="rows are on cuda"):
+            cache.reorder(torch.tensor([0, 1], device="cuda"))
 
 
 def _output_lengths(tokens, eos):

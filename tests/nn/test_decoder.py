@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from torch import nn
 
 import attnbook
-from attnbook import causal_mask
+from attnbook import KVCache, causal_mask
+from attnbook.core.attention import attention
 from attnbook.core.masking import masked_softmax
 from attnbook.nn import decoder
 from attnbook.nn.decoder import (
@@ -331,10 +332,10 @@ def test_cached_steps_equal_the_full_forward():
         full, self_w, cross_w = block(
             x, memory, causal_mask(6), mask, return_weights=True
         )
-        cache, kv = {}, block.memory_keys_values(memory)
+        cache, kv = KVCache(1), block.memory_keys_values(memory)
         for t in range(6):
-            y, s, c = block.step(x[:, t : t + 1], cache, kv, mask)
-            assert cache["keys"].shape == (2, 4, t + 1, 8)
+            y, s, c = block.step(x[:, t : t + 1], cache, 0, kv, mask)
+            assert cache.keys[0].shape == (2, 4, t + 1, 8)
             assert torch.allclose(y[:, 0], full[:, t], atol=1e-5)
             assert torch.allclose(
                 s[:, :, 0], self_w[:, :, t, : t + 1], atol=1e-6
@@ -351,13 +352,127 @@ def test_cached_step_refuses_a_padding_mask_that_would_broadcast_against_the_hea
     with torch.no_grad():
         kv = block.memory_keys_values(memory)
         with pytest.raises(ValueError, match="memory_mask"):
-            block.step(x, {}, kv, keep[:, None, :])  # (B, 1, n_src)
+            block.step(x, KVCache(1), 0, kv, keep[:, None, :])  # (B, 1, n_src)
         y, _, c = block.step(
-            x, {}, kv, keep[:, None, None, :]
+            x, KVCache(1), 0, kv, keep[:, None, None, :]
         )  # (B, 1, 1, n_src) is the right shape
     assert (
         c[1, :, 0, 3:].abs().max() == 0
     )  # sequence 2 has 3 real source positions
+
+
+def test_the_decoders_step_equals_its_full_forward_layer_by_layer():
+    model = small_model(7)
+    decoder = model.decoder
+    x, memory, keep = batch(8, B=2, n=5, n_src=7, E=32, lengths=(7, 4))
+    mask = keep[:, None, None, :]
+    with torch.no_grad():
+        full, self_w, cross_w = decoder(
+            x, memory, causal_mask(5), mask, return_weights=True
+        )
+        cache, kv = decoder.new_cache(), decoder.memory_keys_values(memory)
+        assert isinstance(cache, KVCache) and len(cache.keys) == 2
+        for t in range(5):
+            y, s, c = decoder.step(x[:, t : t + 1], cache, kv, mask)
+            assert len(cache) == t + 1
+            assert s.shape == (2, 2, 4, 1, t + 1) and c.shape == (
+                2,
+                2,
+                4,
+                1,
+                7,
+            )
+            assert torch.allclose(y[:, 0], full[:, t], atol=1e-5)
+            assert torch.allclose(
+                s[..., 0, :], self_w[..., t, : t + 1], atol=1e-6
+            )
+            assert torch.allclose(c[..., 0, :], cross_w[..., t, :], atol=1e-6)
+
+
+def test_the_decoders_step_is_its_blocks_steps_in_turn():
+    model = small_model(9)
+    decoder = model.decoder
+    x, memory, _ = batch(10, B=3, n=3, n_src=6, E=32)
+    kv = decoder.memory_keys_values(memory)
+    ours, theirs = decoder.new_cache(), KVCache(2)
+    with torch.no_grad():
+        for t in range(3):
+            y, _, _ = decoder.step(x[:, t : t + 1], ours, kv)
+            h = x[:, t : t + 1]
+            for layer, block in enumerate(decoder.blocks):
+                h, _, _ = block.step(h, theirs, layer, kv[layer])
+            assert torch.equal(y, h)
+    for a, b in zip(ours.keys + ours.values, theirs.keys + theirs.values):
+        assert torch.equal(a, b)
+
+
+def _decoder_after_one_step():
+    model = small_model(11)
+    decoder = model.decoder
+    x, memory, _ = batch(12, B=2, n=1, n_src=6, E=32)
+    cache, kv = decoder.new_cache(), decoder.memory_keys_values(memory)
+    with torch.no_grad():
+        decoder.step(x, cache, kv)
+    return decoder, x, cache, kv
+
+
+@pytest.mark.parametrize(
+    "bad, error, match",
+    [
+        (dict(x=torch.randn(2, 2, 32)), ValueError, "new position only"),
+        (dict(cache={}), TypeError, "cache must be a KVCache"),
+        (dict(cache=KVCache(3)), ValueError, "number of layers"),
+        (dict(memory_kv="kv"), TypeError, "memory_kv must be the list"),
+        (dict(memory_kv=[]), ValueError, "number of layers"),
+        (
+            dict(memory_kv="second layer's of another batch"),
+            ValueError,
+            "memory_keys_values",
+        ),
+        (
+            dict(memory_mask=torch.ones(2, 6, dtype=torch.bool)),
+            ValueError,
+            "memory_mask",
+        ),
+    ],
+)
+def test_a_refused_decoder_step_leaves_every_layer_of_the_cache(
+    bad, error, match
+):
+    decoder, x, cache, kv = _decoder_after_one_step()
+    if bad.get("memory_kv") == "second layer's of another batch":
+        other = decoder.memory_keys_values(torch.randn(3, 6, 32))
+        bad = dict(memory_kv=[kv[0], other[1]])  # layer 0 alone is fine
+    before = [t.clone() for t in cache.keys + cache.values]
+    call = {**dict(x=x, cache=cache, memory_kv=kv, memory_mask=None), **bad}
+    with torch.no_grad(), pytest.raises(error, match=match):
+        decoder.step(**call)
+    assert len(cache) == 1 and all(
+        torch.equal(a, b) for a, b in zip(before, cache.keys + cache.values)
+    )
+    with torch.no_grad():  # and the next good step sees one cached position
+        _, self_weights, _ = decoder.step(x, cache, kv)
+    assert self_weights.shape == (2, 2, 4, 1, 2) and len(cache) == 2
+
+
+def test_a_block_step_names_a_layer_outside_the_cache():
+    block = small_model(13).decoder.blocks[0]
+    x, memory, _ = batch(14, B=2, n=1, n_src=5, E=32)
+    cache, kv = KVCache(2), block.memory_keys_values(memory)
+    for layer in (2, -1, 1.0, True, None):
+        with pytest.raises(ValueError, match="layer"):
+            block.step(x, cache, layer, kv)
+    assert cache.keys == [None, None] and cache.values == [None, None]
+
+
+def test_a_block_step_refuses_a_cache_layer_with_keys_but_no_values():
+    block = small_model(15).decoder.blocks[0]
+    x, memory, _ = batch(16, B=2, n=1, n_src=5, E=32)
+    cache, kv = KVCache(1), block.memory_keys_values(memory)
+    cache.keys[0] = torch.randn(2, 4, 1, 8)
+    with pytest.raises(ValueError, match="keys but no values"):
+        block.step(x, cache, 0, kv)
+    assert cache.keys[0].shape == (2, 4, 1, 8) and cache.values[0] is None
 
 
 @pytest.mark.parametrize("seed,max_len", [(0, 5), (1, 17), (2, 30), (3, 40)])
@@ -535,16 +650,32 @@ def test_pretrained_translates_every_form_and_refuses_bad_input(pretrained):
         translator.translate("3 May 1999")
 
 
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int16])
+def test_decoder_target_ids_of_other_dtypes_are_refused(dtype):
+    with attnbook._random.keep_global_rng():
+        model = attnbook.EncoderDecoderTransformer(
+            src_vocab_size=10,
+            tgt_vocab_size=10,
+            embed_dim=8,
+            num_heads=2,
+            ffn_hidden=16,
+            num_encoder_layers=1,
+            num_decoder_layers=1,
+        )
+    with pytest.raises(TypeError, match="int64"):
+        model.embed_target(torch.tensor([[1, 2]], dtype=dtype))
+
+
 def _block(seed=0, embed_dim=8, num_heads=2):
     torch.manual_seed(seed)
     return TransformerDecoderBlock(embed_dim, num_heads, 16).eval()
 
 
 def _steps(block, x, memory, memory_mask=None):
-    cache, kv = {}, block.memory_keys_values(memory)
+    cache, kv = KVCache(1), block.memory_keys_values(memory)
     return torch.cat(
         [
-            block.step(x[:, t : t + 1], cache, kv, memory_mask)[0]
+            block.step(x[:, t : t + 1], cache, 0, kv, memory_mask)[0]
             for t in range(x.shape[1])
         ],
         1,
@@ -579,7 +710,7 @@ def test_cached_step_returns_weights_in_the_inputs_dtype():
     block = _block().to(torch.float16)
     x = torch.randn(2, 1, 8).half()
     _, self_w, cross_w = block.step(
-        x, {}, block.memory_keys_values(torch.randn(2, 4, 8).half())
+        x, KVCache(1), 0, block.memory_keys_values(torch.randn(2, 4, 8).half())
     )
     assert self_w.dtype == cross_w.dtype == torch.float16
     assert torch.allclose(
@@ -588,23 +719,40 @@ def test_cached_step_returns_weights_in_the_inputs_dtype():
 
 
 def test_cached_step_float32_is_the_formula_written_out():
-    """Float32 keeps the exact arithmetic: q k^T / sqrt(d_k), softmax, @ V, W_O (bit for bit)."""
+    """Float32 keeps the exact arithmetic of the core ``attention`` on the
+    heads: q / sqrt(d_k) k^T, softmax, @ V, then W_O (bit for bit)."""
     block = _block(3)
     g = torch.Generator().manual_seed(2)
-    q, k, v = (torch.randn(2, 2, 1, 4, generator=g) for _ in range(3))
-    k, v = (
-        torch.randn(2, 2, 5, 4, generator=g),
-        torch.randn(2, 2, 5, 4, generator=g),
-    )
-    out, weights = decoder._attend(block.self_attn, q, k, v)
-    expected_w = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(4), dim=-1)
+    x = torch.randn(2, 1, 8, generator=g)
+    k, v = (torch.randn(2, 2, 5, 4, generator=g) for _ in range(2))
+    cache = KVCache(1)
+    cache.append(0, k, v)
+    memory_kv = block.memory_keys_values(torch.randn(2, 3, 8, generator=g))
+    with torch.no_grad():
+        out, weights, _ = block.step(x, cache, 0, memory_kv)
+        q, new_k, new_v = (
+            t.view(2, 1, 2, 4).transpose(1, 2)
+            for t in block.self_attn.project(x, x, x)
+        )
+        keys, values = torch.cat([k, new_k], 2), torch.cat([v, new_v], 2)
+        expected_w = torch.softmax(
+            (q * (1.0 / math.sqrt(4))) @ keys.transpose(-2, -1), dim=-1
+        )
+        attended = block.self_attn.out_proj(
+            (expected_w @ values).transpose(1, 2).reshape(2, 1, 8)
+        )
+        y = block.norm1(x + attended)
+        q = block.cross_attn.project(y, y, y)[0]
+        heads = attention(q.view(2, 1, 2, 4).transpose(1, 2), *memory_kv)[0]
+        read = block.cross_attn.out_proj(
+            heads.transpose(1, 2).reshape(2, 1, 8)
+        )
+        y = block.norm2(y + read)
+        expected = block.norm3(y + block.ffn(y))
     assert torch.equal(weights, expected_w)
-    assert torch.equal(
-        out,
-        block.self_attn.out_proj(
-            (expected_w @ v).transpose(1, 2).reshape(2, 1, 8)
-        ),
-    )
+    assert torch.equal(cache.keys[0], keys)
+    assert torch.equal(cache.values[0], values)
+    assert torch.equal(out, expected)
 
 
 def test_cached_step_garbage_under_the_memory_mask_reaches_nothing():
@@ -631,7 +779,7 @@ def test_step_and_memory_keys_values_name_a_dtype_mismatch(dtype):
     block = _block()
     kv = block.memory_keys_values(torch.randn(2, 4, 8))
     with pytest.raises(TypeError, match="dtype"):
-        block.step(torch.randn(2, 1, 8).to(dtype), {}, kv)
+        block.step(torch.randn(2, 1, 8).to(dtype), KVCache(1), 0, kv)
     with pytest.raises(TypeError, match="dtype"):
         block.memory_keys_values(torch.randn(2, 4, 8).to(dtype))
 
@@ -640,20 +788,25 @@ def test_step_and_memory_keys_values_name_a_dtype_mismatch(dtype):
     "call",
     [
         lambda b, kv: b.step(
-            torch.randn(2, 2, 8), {}, kv
+            torch.randn(2, 2, 8), KVCache(1), 0, kv
         ),  # two positions at once: not a step
-        lambda b, kv: b.step(torch.randn(2, 8), {}, kv),
-        lambda b, kv: b.step(torch.randn(2, 1, 9), {}, kv),
-        lambda b, kv: b.step(torch.randn(2, 1, 8), None, kv),
-        lambda b, kv: b.step(torch.randn(2, 1, 8), {}, None),
+        lambda b, kv: b.step(torch.randn(2, 8), KVCache(1), 0, kv),
+        lambda b, kv: b.step(torch.randn(2, 1, 9), KVCache(1), 0, kv),
+        lambda b, kv: b.step(torch.randn(2, 1, 8), None, 0, kv),
+        lambda b, kv: b.step(torch.randn(2, 1, 8), KVCache(1), 0, None),
         lambda b, kv: b.step(
             torch.randn(2, 1, 8),
-            {},
+            KVCache(1),
+            0,
             b.memory_keys_values(torch.randn(3, 4, 8)),
         ),
         lambda b, kv: b.memory_keys_values(torch.randn(4, 9)),
         lambda b, kv: b.step(
-            torch.randn(2, 1, 8), {}, kv, torch.ones(2, 1, 4, dtype=torch.bool)
+            torch.randn(2, 1, 8),
+            KVCache(1),
+            0,
+            kv,
+            torch.ones(2, 1, 4, dtype=torch.bool),
         ),
     ],
 )
@@ -717,7 +870,11 @@ def test_masked_softmax_of_the_step_matches_the_shared_rule():
     memory = torch.randn(1, 3, 8)
     keep = torch.zeros(1, 1, 1, 3, dtype=torch.bool)
     _, _, cross = block.step(
-        torch.randn(1, 1, 8), {}, block.memory_keys_values(memory), keep
+        torch.randn(1, 1, 8),
+        KVCache(1),
+        0,
+        block.memory_keys_values(memory),
+        keep,
     )
     assert torch.equal(cross, torch.zeros_like(cross))
     assert torch.equal(
@@ -730,9 +887,9 @@ def _step_setup():
     torch.manual_seed(0)
     block = decoder.TransformerDecoderBlock(8, 2, 16).eval()
     memory_kv = block.memory_keys_values(torch.randn(2, 6, 8))
-    cache = {}
+    cache = KVCache(1)
     with torch.no_grad():
-        block.step(torch.randn(2, 1, 8), cache, memory_kv)
+        block.step(torch.randn(2, 1, 8), cache, 0, memory_kv)
     return block, memory_kv, cache
 
 
@@ -740,7 +897,7 @@ def _step_setup():
     "bad_call, error, words",
     [
         (
-            lambda b, kv, c: b.step(torch.randn(2, 2, 8), c, kv),
+            lambda b, kv, c: b.step(torch.randn(2, 2, 8), c, 0, kv),
             ValueError,
             "new position only",
         ),
@@ -748,6 +905,7 @@ def _step_setup():
             lambda b, kv, c: b.step(
                 torch.randn(2, 1, 8),
                 c,
+                0,
                 b.memory_keys_values(torch.randn(3, 6, 8)),
             ),
             ValueError,
@@ -755,7 +913,11 @@ def _step_setup():
         ),
         (
             lambda b, kv, c: b.step(
-                torch.randn(2, 1, 8), c, kv, torch.ones(2, 6, dtype=torch.bool)
+                torch.randn(2, 1, 8),
+                c,
+                0,
+                kv,
+                torch.ones(2, 6, dtype=torch.bool),
             ),
             ValueError,
             "memory_mask",
@@ -764,17 +926,20 @@ def _step_setup():
 )
 def test_a_refused_step_leaves_the_cache_as_it_was(bad_call, error, words):
     block, memory_kv, cache = _step_setup()
-    before = {name: tensor.clone() for name, tensor in cache.items()}
+    before = [t.clone() for t in cache.keys + cache.values]
     with torch.no_grad(), pytest.raises(error, match=words):
         bad_call(block, memory_kv, cache)
-    assert set(cache) == set(before) and all(
-        torch.equal(cache[n], before[n]) for n in before
+    after = cache.keys + cache.values
+    assert len(after) == len(before) and all(
+        torch.equal(a, b) for a, b in zip(after, before)
     )
     with (
         torch.no_grad()
     ):  # and the next good step sees exactly one cached position
-        _, self_weights, _ = block.step(torch.randn(2, 1, 8), cache, memory_kv)
-    assert self_weights.shape == (2, 2, 1, 2) and cache["keys"].shape == (
+        _, self_weights, _ = block.step(
+            torch.randn(2, 1, 8), cache, 0, memory_kv
+        )
+    assert self_weights.shape == (2, 2, 1, 2) and cache.keys[0].shape == (
         2,
         2,
         2,
@@ -782,46 +947,45 @@ def test_a_refused_step_leaves_the_cache_as_it_was(bad_call, error, words):
     )
 
 
+def _cache_holding(keys, values):
+    cache = KVCache(1)
+    cache.keys[0], cache.values[0] = keys, values
+    return cache
+
+
 @pytest.mark.parametrize(
     "cache, words",
     [
         (
-            {
-                "keys": torch.randn(3, 2, 1, 4),
-                "values": torch.randn(3, 2, 1, 4),
-            },
+            _cache_holding(torch.randn(3, 2, 1, 4), torch.randn(3, 2, 1, 4)),
             r"\(2, 2, t, 4\)",
         ),
         (
-            {
-                "keys": torch.randn(2, 2, 1, 3),
-                "values": torch.randn(2, 2, 1, 3),
-            },
+            _cache_holding(torch.randn(2, 2, 1, 3), torch.randn(2, 2, 1, 3)),
             r"\(2, 2, t, 4\)",
         ),
         (
-            {
-                "keys": torch.randn(2, 2, 1, 4, dtype=torch.float64),
-                "values": torch.randn(2, 2, 1, 4),
-            },
+            _cache_holding(
+                torch.randn(2, 2, 1, 4, dtype=torch.float64),
+                torch.randn(2, 2, 1, 4),
+            ),
             "float64",
         ),
-        ({"keys": torch.randn(2, 2, 1, 4)}, "exactly 'keys' and 'values'"),
+        (_cache_holding(torch.randn(2, 2, 1, 4), None), "keys but no values"),
         (
-            {
-                "keys": torch.randn(2, 2, 1, 4),
-                "values": torch.randn(2, 2, 2, 4),
-            },
+            _cache_holding(torch.randn(2, 2, 1, 4), torch.randn(2, 2, 2, 4)),
             "1 keys but 2 values",
         ),
     ],
 )
 def test_a_cache_of_another_batch_or_model_gets_a_clear_error(cache, words):
     block, memory_kv, _ = _step_setup()
+    before = cache.keys + cache.values
     with torch.no_grad(), pytest.raises(ValueError, match=words):
-        block.step(torch.randn(2, 1, 8), cache, memory_kv)
-    with pytest.raises(TypeError, match="cache must be a dict"):
-        block.step(torch.randn(2, 1, 8), [], memory_kv)
+        block.step(torch.randn(2, 1, 8), cache, 0, memory_kv)
+    assert all(a is b for a, b in zip(before, cache.keys + cache.values))
+    with pytest.raises(TypeError, match="cache must be a KVCache"):
+        block.step(torch.randn(2, 1, 8), {}, 0, memory_kv)
 
 
 @pytest.mark.parametrize("use_cache", [True, False])
@@ -852,19 +1016,3 @@ def test_generate_refuses_more_steps_than_target_positions(use_cache):
                 src, max_len=4, use_cache=not use_cache, stop_at_eos=False
             ),
         )
-
-
-@pytest.mark.parametrize("dtype", [torch.uint8, torch.int16])
-def test_decoder_target_ids_of_other_dtypes_are_refused(dtype):
-    with attnbook._random.keep_global_rng():
-        model = attnbook.EncoderDecoderTransformer(
-            src_vocab_size=10,
-            tgt_vocab_size=10,
-            embed_dim=8,
-            num_heads=2,
-            ffn_hidden=16,
-            num_encoder_layers=1,
-            num_decoder_layers=1,
-        )
-    with pytest.raises(TypeError, match="int64"):
-        model.embed_target(torch.tensor([[1, 2]], dtype=dtype))

@@ -234,3 +234,23 @@ def test_intervention_refuses_a_string_and_a_translator_without_translate(
         attention_intervention(object(), ["3 May 1999"], [0])
     with pytest.raises(ValueError, match="row"):
         attention_intervention(translator, ["3 May 1999"], [-1])
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: luong_bahdanau.unseen_dates(10**12, 0, set()), "size"),
+        (lambda: luong_bahdanau.held_out_dates({}), "recipe"),
+        (lambda: luong_bahdanau.held_out_dates(None), "recipe"),
+        (lambda: luong_bahdanau.run("luong", 0, None), "held_out"),
+        (lambda: luong_bahdanau.run("luong", 0, ([], [])), "held_out"),
+        (lambda: luong_bahdanau.run("luong", 0, (["a"], ["b"]), {}), "recipe"),
+        (lambda: luong_bahdanau.results_json(None), "records"),
+        (lambda: luong_bahdanau.results_json([None]), "records"),
+    ],
+)
+def test_the_experiment_refuses_bad_input_by_name(call, message):
+    """Probe findings (deep errors, and a size that drew 200,000 dates
+    before failing): refused at once, naming the argument."""
+    with pytest.raises((TypeError, ValueError), match=message):
+        call()

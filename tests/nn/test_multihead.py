@@ -930,3 +930,27 @@ def test_a_projection_of_a_free_view_is_still_checked():
     huge = torch.zeros(2, 1, 8).expand(2, 10**9, 8)
     with pytest.raises(ValueError, match="GiB"):
         mha.project(huge, huge, huge)
+
+
+@pytest.mark.parametrize("num_kv_heads", [4, 2, 1])
+def test_project_query_and_keys_values_are_the_slices_of_project(
+    num_kv_heads,
+):
+    """A decoding step projects the new position's query (W_q alone) and
+    the memory's keys and values (W_k, W_v alone) once: the same numbers
+    as ``project``, split into heads."""
+    from attnbook.nn.multihead import MultiHeadAttention, split_heads
+
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(8, 4, num_kv_heads=num_kv_heads).double()
+    x = torch.randn(2, 5, 8, dtype=torch.float64)
+    q, k, v = mha.project(x, x, x)
+    same = dict(rtol=0, atol=1e-12)  # one product or a slice of it
+    torch.testing.assert_close(mha.project_query(x), split_heads(q, 4), **same)
+    keys, values = mha.project_keys_values(x)
+    torch.testing.assert_close(keys, split_heads(k, num_kv_heads), **same)
+    torch.testing.assert_close(values, split_heads(v, num_kv_heads), **same)
+    with pytest.raises(ValueError, match="x feature size"):
+        mha.project_query(torch.randn(2, 5, 7, dtype=torch.float64))
+    with pytest.raises(TypeError, match="dtype"):
+        mha.project_keys_values(x.float())

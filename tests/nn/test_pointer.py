@@ -758,3 +758,30 @@ def test_add_pointer_layers_names_bad_sizes(
     with pytest.raises((TypeError, ValueError), match=match):
         add_pointer_layers(module, input_dim, hidden_dim)
     assert torch.equal(torch.get_rng_state(), state)
+
+
+def test_the_checks_are_first_line_calls_not_a_decorator():
+    # teacher_forced_scores and pointer_step are the plain methods the
+    # chapter prints, each checking its inputs on its first line.
+    import inspect
+
+    for method in (
+        PointerNetwork.teacher_forced_scores,
+        PointerNetwork.pointer_step,
+    ):
+        assert not hasattr(method, "__wrapped__")
+        body = inspect.getsource(method).split('"""')[2].strip()
+        assert body.startswith("check_pointer_inputs(") or body.startswith(
+            "_check_step("
+        )
+    model = PointerNetwork(hidden_dim=4)
+    x = torch.rand(2, 3)
+    with pytest.raises(ValueError, match="permutation"):
+        model.teacher_forced_scores(x, torch.zeros(2, 3, dtype=torch.long))
+    with pytest.raises(TypeError, match="available"):
+        model.pointer_step(
+            model.start.expand(2, 1, -1),
+            (torch.zeros(1, 2, 4), torch.zeros(1, 2, 4)),
+            torch.zeros(2, 3, 4),
+            torch.ones(2, 3),
+        )

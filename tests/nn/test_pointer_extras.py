@@ -302,3 +302,22 @@ def test_the_hull_loss_is_finite_on_a_true_hull():
     torch.manual_seed(0)
     points, target = hull_batch(4, 6, torch.Generator().manual_seed(0))
     assert torch.isfinite(HullPointerNetwork(8).loss(points, target))
+
+
+def test_hull_helpers_refuse_bad_input_by_name():
+    """Probe findings: points of another dtype reached an LSTM's dtype
+    error, a point list of None or text and a model that is none reached
+    Python's errors, n = 10**12 reached the allocator."""
+    model = HullPointerNetwork(8)
+    points = torch.rand(2, 6, 2)
+    for method in (model.decode, lambda p: model.loss(p, None)):
+        with pytest.raises(TypeError, match="points"):
+            method(points.double())
+    for bad in (None, [], "abc", [None], [(0.0, float("nan"))]):
+        with pytest.raises(ValueError, match="points"):
+            convex_hull.hull_order(bad)
+    with pytest.raises(TypeError, match="HullPointerNetwork"):
+        convex_hull.hull_accuracy(None, 5, 4)
+    target = torch.zeros(2, 7, dtype=torch.int64)
+    with pytest.raises(ValueError, match="keep mask"):
+        closing_keep_mask(target, 10**12)

@@ -455,3 +455,23 @@ def test_train_seq2seq_still_needs_one_step():
         "steps must be a positive int",
         model.state_dict(),
     )
+
+
+def test_the_checks_are_first_line_calls_not_hooks():
+    # forward and step check their own inputs: called directly (not only
+    # through model(...)) they refuse bad targets and token ids before any
+    # work, and no forward pre-hook is left on the model or its embedding.
+    model = tiny_model()
+    assert not model._forward_pre_hooks
+    assert not model.tgt_embed._forward_pre_hooks
+    src, lengths = torch.tensor([[3, 4, 5]]), torch.tensor([3])
+    with pytest.raises(ValueError, match="tgt_in"):
+        model.forward(src, lengths, torch.tensor([[1, 99]]))
+    with pytest.raises(ValueError, match="at least one step"):
+        model.forward(src, lengths, torch.zeros(1, 0, dtype=torch.long))
+    states, summary, keep = model.encode(src, lengths)
+    state = torch.tanh(model.init_state(summary))
+    with pytest.raises(ValueError, match="previous target tokens"):
+        model.step(torch.tensor([13]), state, states, summary, keep)
+    with pytest.raises(TypeError, match="prev_tokens"):
+        model.step(None, state, states, summary, keep)

@@ -351,3 +351,16 @@ def test_predictable_loss_names_bad_logits_and_tokens(logits, tokens, match):
     predictable = torch.ones(2, 8, dtype=torch.bool)
     with pytest.raises((TypeError, ValueError), match=match):
         predictable_loss(logits, tokens, predictable)
+
+
+def test_build_model_and_checkpoints_are_checked_by_name():
+    """Probe findings: a task or config that is no dict (or lacks a size),
+    and checkpoints=None, reached deep errors."""
+    config = {"embed_dim": 8, "num_heads": 2}
+    for task, name in ((None, "task"), ("x", "task"), ({}, "task")):
+        with pytest.raises(TypeError, match=name):
+            induction.build_model(1, task, config)
+    with pytest.raises(TypeError, match="config"):
+        induction.build_model(1, dict(induction.TASK), {})
+    with pytest.raises(TypeError, match="checkpoints"):
+        induction.train_induction(1, steps=1, checkpoints=None)

@@ -305,3 +305,23 @@ def test_held_out_batch_documents_its_draws_from_the_global_generator():
     state = torch.get_rng_state()
     held_out_batch(4, set(), max_len=6, generator=generator)
     assert torch.equal(torch.get_rng_state(), state)
+
+
+def test_order_classifier_helpers_refuse_bad_input_by_name():
+    """Probe findings: 10**12 steps ran for ever, a 0-d valid_lens and
+    heads=None reached deep errors."""
+    import pytest
+
+    from attnbook.tasks import order_classifier as oc
+
+    with pytest.raises(ValueError, match="steps"):
+        oc.train_order_classifier(steps=10**12, progress=False)
+    with pytest.raises(ValueError, match="steps"):
+        oc.train_order_classifier(steps=0, progress=False)
+    model = oc.CLSClassifier(embed_dim=8, num_heads=2, ffn_dim=8, max_len=6)
+    generator = torch.Generator().manual_seed(0)
+    tokens, valid_lens, labels = oc.order_batch(2, 6, generator=generator)
+    with pytest.raises((TypeError, ValueError), match="valid_lens"):
+        oc.accuracy(model, tokens, valid_lens[0], labels)
+    with pytest.raises(TypeError, match="heads"):
+        oc.without_heads(model, None)

@@ -230,3 +230,24 @@ def test_models_can_be_built_from_mixers_and_for_another_vocabulary():
         build_model("softmax", task={"keys": 4})
     with pytest.raises(ValueError, match="name must be one of"):
         build_model("lstm")
+
+
+def test_recall_model_sizes_and_dtype_are_checked_by_name():
+    """Probe findings: sizes of 10**12 reached the allocator, no position
+    at all reached a convolution's error, dtype='float32' a device
+    parser's error."""
+    from attnbook.nn.recall_model import ShortConv
+    from attnbook.tasks.recall import build_model, train_recall
+
+    with pytest.raises(ValueError, match="dim"):
+        ShortConv(10**12)
+    with pytest.raises(ValueError, match="vocab_size"):
+        RecallModel(("softmax",), 10**12, 8)
+    with pytest.raises(ValueError, match="key_dim"):
+        build_model("hybrid", 10**12, {"dim": 8})
+    model = RecallModel(("softmax",), 16, 8)
+    with pytest.raises(ValueError, match="tokens"):
+        model(torch.zeros(2, 0, dtype=torch.int64))
+    for dtype in ("float32", torch.int64):
+        with pytest.raises(TypeError, match="dtype"):
+            train_recall("deltanet", steps=1, batch_size=2, dtype=dtype)

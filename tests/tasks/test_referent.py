@@ -112,3 +112,27 @@ def test_the_referent_model_names_bad_sentences(referent_inputs, edit, match):
         model(ids, it_index)
     row, weights = model(*referent_inputs)
     assert row.shape == referent_inputs[0].shape
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: referent.encode([None]), "each of sentences"),
+        (lambda: referent.encode([]), "sentences must be a non-empty"),
+        (lambda: referent.sentence("trophy", "box", "big", []), "colours"),
+        (lambda: referent.sentence("cup", "box", "big"), "thing"),
+        (lambda: referent.sentences_of([None]), "pairs"),
+        (lambda: referent.accuracy(None, ["x"]), "ReferentModel"),
+        (lambda: referent.it_rows(referent.ReferentModel(4), 3), "text"),
+        (lambda: referent.train_referent_model(steps=10**12), "steps"),
+        (lambda: referent.train_referent_model(lr=None), "lr"),
+        (lambda: referent.train_referent_model(batch_size=10**12), "batch"),
+        (lambda: referent.train_referent_model(train_sentences="x"), "train"),
+        (lambda: referent.ReferentModel(10**12), "d_model"),
+    ],
+)
+def test_bad_input_is_refused_by_name(call, message):
+    """The probe's deep errors and hangs of the task's helpers (round 3):
+    each bad argument is refused at once, by name."""
+    with pytest.raises((TypeError, ValueError), match=message):
+        call()

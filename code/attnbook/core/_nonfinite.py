@@ -5,7 +5,9 @@ key, must reach no output and no gradient (in a matrix product's backward
 pass 0 * NaN is NaN), and scores holding inf must give the softmax's limits,
 never a NaN the inputs do not explain. Every function here runs only after a
 cheap test (one sum) found a non-finite number, so the common path never
-pays for it. ``attention``, ``masked_softmax``, ``chunked_attention``,
+pays for it; ``masked_softmax_unchecked``, the masked softmax after its
+checks, makes that test for ``masked_softmax`` and ``attention``.
+``attention``, ``masked_softmax``, ``chunked_attention``,
 ``StreamingAttention``, the decoder's cached step, ``MultiHeadAttention`` and
 ``MultiHeadLatentAttention`` all call these.
 """
@@ -49,6 +51,45 @@ def softmax_nonfinite(
     )
     finite = finite.masked_fill(~keep, lowest)
     return torch.softmax(finite, dim=dim).masked_fill(~keep, 0.0)
+
+
+def masked_softmax_unchecked(
+    scores, mask, dim: int, inplace: bool, known_finite: bool = False
+) -> torch.Tensor:
+    """``masked_softmax`` after its checks (``attention`` calls it too):
+    the plain softmax with -inf under the mask, or ``softmax_nonfinite`` when
+    a score is not finite. ``known_finite``: the caller has proved every
+    score finite."""
+    # One cheap reduction decides whether every score is finite; only if not
+    # (an inf, a NaN, maybe under the mask) does the careful path run. The fast
+    # path is unchanged.
+    if (
+        not known_finite
+        and scores.numel()
+        and not torch.isfinite(scores.detach().sum())
+    ):
+        weights = softmax_nonfinite(scores, mask, dim)
+        return scores.copy_(weights) if inplace else weights
+    if mask is None:
+        return (
+            torch.softmax(scores, dim=dim, out=scores)
+            if inplace
+            else torch.softmax(scores, dim=dim)
+        )
+    dropped = ~mask
+    # -inf: exp() of it is exactly 0, and no kept score, however negative,
+    # can equal it. A fully masked slice comes out NaN (-inf - -inf) and is
+    # then zeroed with every other masked entry.
+    lowest = float("-inf")
+    if inplace:
+        torch.softmax(
+            scores.masked_fill_(dropped, lowest), dim=dim, out=scores
+        )
+        return scores.masked_fill_(dropped, 0.0)
+    weights = torch.softmax(scores.masked_fill(dropped, lowest), dim=dim)
+    # Zeroing masked entries makes them exactly 0 everywhere, and a fully
+    # masked slice all zeros.
+    return weights.masked_fill(dropped, 0.0)
 
 
 def positions_in_use(mask: torch.Tensor) -> tuple:

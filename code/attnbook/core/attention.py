@@ -20,6 +20,8 @@ Before either path, a score matrix larger than
 ``attnbook.set_matrix_memory_limit`` is refused before it is allocated.
 """
 
+import math
+
 import torch
 
 from .._checks import (
@@ -40,11 +42,12 @@ from ._nonfinite import (
     DOT_PRODUCT_SCORES,
     drop_masked_garbage,
     drop_unmatched_garbage,
+    masked_softmax_unchecked,
     scores_surely_finite,
     scores_with_partly_masked_garbage,
     weighted_values,
 )
-from .masking import _masked_softmax, masked_softmax
+from .masking import masked_softmax
 from .sampling import draw_categorical
 from .scoring import AdditiveScore, BilinearScore, scaled_dot_score
 
@@ -170,17 +173,25 @@ def _check_inputs(queries, keys, values, mask, score) -> None:
 def _needs_care(queries, keys, values, mask) -> bool:
     """True for the cases ``attention``'s plain path does not cover: half
     precision, an input holding NaN or inf under a mask, or a call that no
-    gradient flows through (then the scores' memory is reused)."""
+    gradient flows through whose scores are large enough (``REUSE_SCORES``
+    bytes) to be worth overwriting with the weights. A decoding step (one
+    query, a few hundred keys) takes the plain path."""
     if queries.dtype in HALF_DTYPES:
         return True
     if mask is not None and not all(
         all_finite(x) for x in (queries, keys, values)
     ):
         return True
-    return not (
-        torch.is_grad_enabled()
-        and any(x.requires_grad for x in (queries, keys, values))
-    )
+    if torch.is_grad_enabled() and any(
+        x.requires_grad for x in (queries, keys, values)
+    ):
+        return False
+    batch = broadcast_shapes(queries.shape[:-2], keys.shape[:-2])
+    numbers = math.prod(batch) * queries.shape[-2] * keys.shape[-2]
+    return numbers * queries.dtype.itemsize >= REUSE_SCORES
+
+
+REUSE_SCORES = 2**20  # bytes: smaller score matrices are not overwritten
 
 
 def _checked_scores(scores, queries, keys) -> torch.Tensor:
@@ -218,7 +229,9 @@ def _attention_weights(queries, keys, score, mask) -> torch.Tensor:
     # Write the weights over the scores if this call allocated them and no
     # gradient needs them: the n_q x n_k matrix then exists once.
     inplace = owned and not (scores.requires_grad and torch.is_grad_enabled())
-    return _masked_softmax(scores, mask, -1, inplace, known_finite=finite)
+    return masked_softmax_unchecked(
+        scores, mask, -1, inplace, known_finite=finite
+    )
 
 
 def _weighted_average(weights, values, mask) -> torch.Tensor:

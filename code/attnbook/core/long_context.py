@@ -24,7 +24,7 @@ from .._checks import (
     require_tensor,
 )
 from .._memory import require_matrix_fits
-from .masking import _check_causal, causal_mask
+from .masking import causal_mask
 from .positional import pair_frequencies
 
 SCALINGS = (None, "linear", "ntk", "yarn")
@@ -73,7 +73,8 @@ def alibi_bias(
     """
     require_int("num_heads", num_heads)
     require_float_dtype("dtype", dtype)
-    n_k, device = _check_causal(n_q, n_k, device)
+    keep = causal_mask(n_q, n_k, device=device)  # checks n_q, n_k, device
+    n_k, device = keep.shape[1], keep.device
     require_matrix_fits(
         "the biases",
         (num_heads, n_q, n_k),
@@ -85,7 +86,6 @@ def alibi_bias(
     keys = torch.arange(n_k, dtype=torch.float64, device=device)
     offset = keys - keys[n_k - n_q :, None]  # j - p, (n_q, n_k)
     bias = slopes[:, None, None] * offset  # (num_heads, n_q, n_k)
-    keep = causal_mask(n_q, n_k, device=device)
     return bias.masked_fill(~keep, float("-inf")).to(dtype)
 
 

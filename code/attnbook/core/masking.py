@@ -18,7 +18,7 @@ from .._checks import (
     require_tensor,
 )
 from .._memory import require_matrix_fits
-from ._nonfinite import softmax_nonfinite
+from ._nonfinite import masked_softmax_unchecked
 
 
 def masked_softmax(
@@ -50,7 +50,7 @@ def masked_softmax(
     _check_dim(dim, scores)
     if mask is not None:
         require_bool_mask(mask, scores.shape, device=scores.device)
-    return _masked_softmax(scores, mask, dim, inplace)
+    return masked_softmax_unchecked(scores, mask, dim, inplace)
 
 
 def _require_own_memory(scores: torch.Tensor) -> None:
@@ -80,43 +80,6 @@ def _check_dim(dim, scores) -> None:
             f"dim={dim} is out of range for scores of shape "
             f"{tuple(scores.shape)}"
         )
-
-
-def _masked_softmax(
-    scores, mask, dim: int, inplace: bool, known_finite: bool = False
-) -> torch.Tensor:
-    """``masked_softmax`` after its checks. ``known_finite``: the caller has
-    proved every score finite."""
-    # One cheap reduction decides whether every score is finite; only if not
-    # (an inf, a NaN, maybe under the mask) does the careful path run. The fast
-    # path is unchanged.
-    if (
-        not known_finite
-        and scores.numel()
-        and not torch.isfinite(scores.detach().sum())
-    ):
-        weights = softmax_nonfinite(scores, mask, dim)
-        return scores.copy_(weights) if inplace else weights
-    if mask is None:
-        return (
-            torch.softmax(scores, dim=dim, out=scores)
-            if inplace
-            else torch.softmax(scores, dim=dim)
-        )
-    dropped = ~mask
-    # -inf: exp() of it is exactly 0, and no kept score, however negative,
-    # can equal it. A fully masked slice comes out NaN (-inf - -inf) and is
-    # then zeroed with every other masked entry.
-    lowest = float("-inf")
-    if inplace:
-        torch.softmax(
-            scores.masked_fill_(dropped, lowest), dim=dim, out=scores
-        )
-        return scores.masked_fill_(dropped, 0.0)
-    weights = torch.softmax(scores.masked_fill(dropped, lowest), dim=dim)
-    # Zeroing masked entries makes them exactly 0 everywhere, and a fully
-    # masked slice all zeros.
-    return weights.masked_fill(dropped, 0.0)
 
 
 def lengths_to_mask(valid_lens, n: int) -> torch.Tensor:

@@ -36,6 +36,16 @@ def _check_pair(queries: torch.Tensor, keys: torch.Tensor) -> None:
     )
 
 
+def _check_same_features(queries, keys) -> None:
+    require_same_size(
+        "feature sizes of queries and keys",
+        "queries",
+        queries.shape[-1],
+        "keys",
+        keys.shape[-1],
+    )
+
+
 def _check_module_pair(module, queries, keys) -> None:
     """``_check_pair``, and the feature sizes and dtype of a score module's
     parameters (``query_dim``, ``key_dim``)."""
@@ -59,13 +69,7 @@ def dot_score(queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
     queries: (..., n_q, d), keys: (..., n_k, d). Returns (..., n_q, n_k).
     """
     _check_pair(queries, keys)
-    require_same_size(
-        "feature sizes of queries and keys",
-        "queries",
-        queries.shape[-1],
-        "keys",
-        keys.shape[-1],
-    )
+    _check_same_features(queries, keys)
     return queries @ keys.transpose(-2, -1)
 
 
@@ -84,7 +88,9 @@ def scaled_dot_score(
             "scaled scores need a feature size d >= 1 (they divide by "
             f"sqrt(d)), got queries {tuple(queries.shape)}"
         )
-    return dot_score(queries * (1.0 / math.sqrt(queries.shape[-1])), keys)
+    _check_same_features(queries, keys)
+    scale = 1.0 / math.sqrt(queries.shape[-1])
+    return (queries * scale) @ keys.transpose(-2, -1)
 
 
 class AdditiveScore(nn.Module):

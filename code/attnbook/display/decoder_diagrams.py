@@ -165,7 +165,7 @@ def draw_kv_cache(steps=(3, 4), n_src: int = 5, figsize=(7.6, 4.4)):
     and values (``n_src`` columns) were computed from the memory once,
     before step 1, and never change. Returns the figure (one axes per step).
     """
-    if len(steps) != 2:
+    if not isinstance(steps, (tuple, list)) or len(steps) != 2:
         raise ValueError(f"steps must hold two step numbers, got {steps!r}")
     for t in steps:
         require_int("steps", t)

@@ -9,7 +9,7 @@ here.
 import matplotlib.pyplot as plt
 
 from .._checks import is_finite_number
-from .figures import require_figsize
+from .figures import require_axes, require_figsize
 
 # --- chapter 4: multi-head attention (split and merge) ---
 
@@ -67,6 +67,7 @@ def _is_finite_real(value) -> bool:
 def weight_line(ax, start, end, weight: float):
     """A line from ``start`` to ``end`` (x, y) as wide as an attention
     weight: how the diagrams show where the weighted average draws from."""
+    require_axes(ax)
     for name, point in (("start", start), ("end", end)):
         if not (
             isinstance(point, (tuple, list))

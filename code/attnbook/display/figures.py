@@ -9,6 +9,7 @@ import struct
 import matplotlib
 import matplotlib.pyplot as plt
 import torch
+from matplotlib.axes import Axes
 from matplotlib.text import Text
 
 from .._checks import is_finite_number, require_finite_number, require_tensor
@@ -173,6 +174,15 @@ def _as_grid(matrices) -> torch.Tensor:
     )
 
 
+def require_axes(ax) -> Axes:
+    """A matplotlib ``Axes`` to draw on: ``TypeError`` otherwise."""
+    if not isinstance(ax, Axes):
+        raise TypeError(
+            f"ax must be a matplotlib Axes, got {type(ax).__name__}"
+        )
+    return ax
+
+
 def require_figsize(figsize):
     """(width, height) in inches, two positive numbers: ``ValueError``
     otherwise. Returns figsize."""
@@ -294,6 +304,7 @@ def label_log_axis(ax, axis: str = "y") -> list:
     """Label a log axis at 1, 2 and 5 times each power of ten inside its
     data range (matplotlib labels only the powers of ten, often one tick),
     with plain numbers. Returns the tick values."""
+    require_axes(ax)
     if axis not in ("x", "y"):
         raise ValueError(f"axis must be 'x' or 'y', got {axis!r:.20}")
     low, high = ax.get_ylim() if axis == "y" else ax.get_xlim()

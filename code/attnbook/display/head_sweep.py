@@ -4,6 +4,8 @@ that matters most."""
 
 import matplotlib.pyplot as plt
 
+from .._checks import require_int
+
 
 def draw_head_sweep(table: dict, embed_dim: int = 32):
     """table: num_heads -> [(answers right, without its most important head),
@@ -15,6 +17,7 @@ def draw_head_sweep(table: dict, embed_dim: int = 32):
             "table must be sweep_table()'s non-empty dict, got "
             f"{type(table).__name__}"
         )
+    require_int("embed_dim", embed_dim)
     counts = sorted(table)
     fig, ax = plt.subplots(figsize=(6.2, 3.2))
     series = (

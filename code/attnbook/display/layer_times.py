@@ -4,6 +4,8 @@ the sequence length, on log-log axes, with reference lines of slope 1 and 2."""
 import matplotlib.pyplot as plt
 import torch
 
+from .._checks import require_finite_number, require_int_in
+
 
 def plot_layer_times(lengths, times: dict, fit_from: int = 0):
     """times: {layer name: [seconds per length]} as ``time_layers`` returns.
@@ -13,6 +15,7 @@ def plot_layer_times(lengths, times: dict, fit_from: int = 0):
     slope 2 through self-attention's (or the last layer's), both drawn from
     ``lengths[fit_from]`` on. Returns the figure.
     """
+    _check_layer_times(lengths, times, fit_from)
     names = list(times)
     fig, ax = plt.subplots(figsize=(6, 3.8))
     for name, marker in zip(names, "os^v"):
@@ -29,3 +32,32 @@ def plot_layer_times(lengths, times: dict, fit_from: int = 0):
     ax.set_ylabel("processor time per forward pass (s)")
     ax.legend(fontsize=8)
     return fig
+
+
+def _check_layer_times(lengths, times, fit_from) -> None:
+    """lengths: a list of positive numbers; times: {name: a list of as many
+    positive numbers}; fit_from: an index of lengths."""
+    if not isinstance(lengths, (list, tuple)) or not lengths:
+        raise TypeError(
+            f"lengths must be a non-empty list of numbers, got {lengths!r:.40}"
+        )
+    for n in lengths:
+        require_finite_number("each of lengths", n, low=0.0, include_low=False)
+    if not isinstance(times, dict) or not times:
+        raise TypeError(
+            "times must be a non-empty dict {layer name: [seconds per "
+            f"length]}}, got {times!r:.40}"
+        )
+    for name, seconds in times.items():
+        if not isinstance(seconds, (list, tuple)) or len(seconds) != len(
+            lengths
+        ):
+            raise ValueError(
+                f"times[{name!r}] must hold one time per length "
+                f"({len(lengths)}), got {seconds!r:.40}"
+            )
+        for t in seconds:
+            require_finite_number(
+                f"each of times[{name!r}]", t, low=0.0, include_low=False
+            )
+    require_int_in("fit_from", fit_from, 0, len(lengths) - 1)

@@ -5,6 +5,7 @@ import torch
 
 from .._checks import all_finite, require_float, require_int
 from ..core.rotary import apply_rotary
+from .figures import require_figsize
 
 
 def draw_rotated_pairs(vector: torch.Tensor, panels, figsize=(7.5, 3.6)):
@@ -21,6 +22,14 @@ def draw_rotated_pairs(vector: torch.Tensor, panels, figsize=(7.5, 3.6)):
         raise ValueError(
             "vector must have shape (d,) with d even, got shape "
             f"{tuple(vector.shape)}"
+        )
+    require_figsize(figsize)
+    if not isinstance(panels, (list, tuple)) or not all(
+        isinstance(panel, (list, tuple)) and len(panel) == 2
+        for panel in panels
+    ):
+        raise TypeError(
+            f"panels must be a list of (pair, positions), got {panels!r:.40}"
         )
     panels = list(panels)
     if not panels:

@@ -18,7 +18,7 @@ from ..measure.threads import single_thread
 from ..tasks.blend import marked_items
 from .hard_training import (
     QuerySelector,
-    _check_method,
+    check_method,
     check_selection,
     choice_losses,
     expected_loss,
@@ -50,7 +50,7 @@ def train_blend_selector(
     the same at every step) and ``marked_weight`` (mean total weight on the
     marked items); and the trained ``model``.
     """
-    _check_method(method)
+    check_method(method)
     require_int("n_marked", n_marked)
     require_int("n_test", n_test)
     require_training(

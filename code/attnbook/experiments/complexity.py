@@ -8,7 +8,6 @@ checked against the real layers; the forward times are measured, so they are
 noisy and only their log-log slopes are meant to be read.
 """
 
-import functools
 import math
 import statistics
 import time
@@ -143,21 +142,6 @@ def comparison_layers(
 # ---------------------------------------------------------------- exact counts
 
 
-def _checked_by(check):
-    """Decorator: ``check(*args, **kwargs)`` runs first, so a listing of the
-    decorated function shows its formula only."""
-
-    def decorate(function):
-        @functools.wraps(function)
-        def checked(*args, **kwargs):
-            check(*args, **kwargs)
-            return function(*args, **kwargs)
-
-        return checked
-
-    return decorate
-
-
 def _check_path_args(n, kernel_size=3) -> None:
     require_int("n", n, 2)
     _check_kernel(kernel_size)
@@ -169,7 +153,6 @@ def _check_count_args(n, dim, kernel_size=3) -> None:
     _check_kernel(kernel_size)
 
 
-@_checked_by(_check_path_args)
 def longest_path(n: int, kernel_size: int = 3) -> dict:
     """Layer applications on the shortest route from input 1 to output n.
 
@@ -179,6 +162,7 @@ def longest_path(n: int, kernel_size: int = 3) -> dict:
     x_1 -> z_1 -> ... -> z_n. Self-attention: 1 (every position sees every
     other in one layer).
     """
+    _check_path_args(n, kernel_size)
     reach = (kernel_size - 1) // 2
     return {"CNN": math.ceil((n - 1) / reach), "RNN": n, "self-attention": 1}
 
@@ -190,7 +174,6 @@ def sequential_operations(n: int) -> dict:
     return {"CNN": 1, "RNN": n, "self-attention": 1}
 
 
-@_checked_by(_check_count_args)
 def multiply_adds(n: int, dim: int, kernel_size: int = 3) -> dict:
     """Exact multiply-adds of one forward pass of each layer, biases ignored.
 
@@ -199,6 +182,7 @@ def multiply_adds(n: int, dim: int, kernel_size: int = 3) -> dict:
     weights @ V (2 n^2 d in all, 4 n^2 d floating-point operations); the
     table's O(n^2 d) is the second term, which dominates once n > 1.5 d.
     """
+    _check_count_args(n, dim, kernel_size)
     k, d = kernel_size, dim
     sa = 3 * n * d**2 + 2 * n**2 * d  # projections, then Q K^T and A V
     return {"CNN": k * n * d**2, "RNN": 2 * n * d**2, "self-attention": sa}

@@ -41,6 +41,7 @@ from .._checks import (
     require_int,
     require_same_device,
     require_same_size,
+    require_saved,
     require_sequences,
     require_shape,
     require_training,
@@ -335,7 +336,7 @@ def selector_loss(
     "gumbel": straight-through Gumbel-softmax (``gumbel_loss``). The last two
     draw with ``generator`` (None: torch's global generator).
     """
-    _check_method(method)
+    check_method(method)
     _check_scores(scores, items)
     if method == "soft":
         return soft_loss(scores.softmax(dim=-1), items, target)
@@ -409,7 +410,9 @@ def _check_scores(scores, items) -> None:
         raise ValueError("scores must be finite")
 
 
-def _check_method(method) -> None:
+def check_method(method) -> None:
+    """``method`` one of ``METHODS`` ("soft", "expected", "reinforce",
+    "gumbel")."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
 
@@ -439,7 +442,7 @@ def train_selector(
     lists ``accuracy``, ``soft_loss`` and ``hard_loss``. Runs on one thread
     (see ``attnbook.measure.threads``).
     """
-    _check_method(method)
+    check_method(method)
     require_training(
         steps=steps,
         batch_size=batch_size,
@@ -598,6 +601,9 @@ def run_sweep(recipe: dict = SWEEP_RECIPE) -> str:
     """The file ``shipped_selector_sweep`` reads: ``compare_selectors``
     with ``recipe`` for every method, and for REINFORCE without a baseline,
     as JSON text (losses rounded to 1e-6)."""
+    require_saved(
+        "recipe", recipe, "lrs", "seeds", "level", "methods", "train"
+    )
     grid = {key: recipe[key] for key in ("lrs", "seeds", "level")}
     rows = compare_selectors(recipe["methods"], **grid, **recipe["train"])
     no_baseline = compare_selectors(

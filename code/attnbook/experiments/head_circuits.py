@@ -25,6 +25,7 @@ from .._checks import (
     require_float,
     require_int,
     require_int_in,
+    require_module_dtype,
     require_tensor,
 )
 from .._random import require_generator
@@ -75,6 +76,9 @@ def qk_circuit(layer, head: int, query_inputs, key_inputs) -> torch.Tensor:
     m = head_matrices(layer, head)
     _check_inputs("query_inputs", query_inputs, layer.embed_dim)
     _check_inputs("key_inputs", key_inputs, layer.embed_dim)
+    require_module_dtype(
+        layer, query_inputs=query_inputs, key_inputs=key_inputs
+    )
     queries, keys = query_inputs @ m["q"].T, key_inputs @ m["k"].T
     return queries @ keys.T / math.sqrt(layer.head_dim)
 
@@ -86,6 +90,7 @@ def ov_circuit(layer, head: int, inputs, unembed) -> torch.Tensor:
     m = head_matrices(layer, head)
     _check_inputs("inputs", inputs, layer.embed_dim)
     _check_inputs("unembed", unembed, layer.embed_dim)
+    require_module_dtype(layer, inputs=inputs, unembed=unembed)
     return inputs @ m["v"].T @ m["o"].T @ unembed.T
 
 

@@ -17,7 +17,12 @@ import json
 
 import torch
 
-from .._checks import require_int, require_training
+from .._checks import (
+    require_int,
+    require_saved,
+    require_text_pairs,
+    require_training,
+)
 from .._random import keep_global_rng
 from .._weights import read_pinned
 from ..measure.parameters import count_parameters
@@ -80,12 +85,13 @@ def training_targets(seed: int, steps: int, batch_size: int) -> set:
 
 
 _MAX_ROUNDS = 200  # draws of 1,000 dates before unseen_dates gives up
+MOST_UNSEEN = _MAX_ROUNDS * 1000  # the most dates unseen_dates can return
 
 
 def unseen_dates(size: int, seed: int, seen: set):
     """(sources, targets): the first ``size`` random dates in random forms
     drawn with ``seed`` whose ISO date is not in ``seen``."""
-    require_int("size", size)
+    require_unseen_size(size)
     require_int("seed", seed, minimum=0)
     if not isinstance(seen, (set, frozenset)):
         raise TypeError(f"seen must be a set of ISO dates, got {seen!r:.40}")
@@ -106,10 +112,25 @@ def unseen_dates(size: int, seed: int, seen: set):
     return sources, targets
 
 
+def require_unseen_size(size) -> int:
+    """size: an int from 1 to ``MOST_UNSEEN`` (``unseen_dates`` draws at
+    most that many dates)."""
+    require_int("size", size)
+    if size > MOST_UNSEEN:
+        raise ValueError(
+            f"size = {size:.3g} is more than the {MOST_UNSEEN:,} dates "
+            "unseen_dates draws before it gives up"
+        )
+    return size
+
+
 def held_out_dates(recipe=RECIPE):
     """(sources, targets): ``recipe["eval_size"]`` random dates in random
     forms, drawn with ``recipe["eval_seed"]``, on days that no training batch
     of any seed contains."""
+    _check_recipe(
+        recipe, "seeds", "steps", "batch_size", "eval_size", "eval_seed"
+    )
     seen = set().union(
         *(
             training_targets(s, recipe["steps"], recipe["batch_size"])
@@ -145,6 +166,8 @@ def exact_match(model: Seq2Seq, sources, targets) -> float:
 def run(name: str, seed: int, held_out, recipe=RECIPE) -> dict:
     """Train decoder ``name`` with ``seed`` and record its parameters, its
     loss and its held-out exact match every ``eval_every`` steps."""
+    held_out = require_text_pairs("held_out", held_out)
+    _check_recipe(recipe, "steps", "batch_size", "lr", "eval_every")
     model = build_decoder(name, seed)
     curve = {}
 
@@ -172,10 +195,35 @@ def run(name: str, seed: int, held_out, recipe=RECIPE) -> dict:
     }
 
 
+def _check_recipe(recipe, *keys) -> None:
+    """``recipe`` a dict with ``keys``, each setting as ``require_training``
+    wants it (eval_size and eval_seed: ints)."""
+    require_saved("recipe", recipe, *keys)
+    training = ("steps", "batch_size", "lr", "eval_every")
+    require_training(**{k: recipe[k] for k in keys if k in training})
+    for key in ("eval_size", "eval_seed"):
+        if key in keys:
+            require_int(f'recipe["{key}"]', recipe[key], minimum=0)
+    if "seeds" in keys:
+        seeds = recipe["seeds"]
+        if not isinstance(seeds, (list, tuple)) or not seeds:
+            raise TypeError(
+                f'recipe["seeds"] must be a list of ints, got {seeds!r:.40}'
+            )
+        for seed in seeds:
+            require_training(seed=seed)
+
+
 def results_json(records: list, recipe=RECIPE) -> str:
     """The shipped file's text: the recipe, the decoders and every run, with
     accuracies rounded to 4 decimals (a JSON that reads the same
     everywhere)."""
+    if not isinstance(records, (list, tuple)):
+        raise TypeError(
+            f"records must be a list of run() results, got {records!r:.40}"
+        )
+    for record in records:
+        require_saved("each of records", record, "final_loss", "exact_match")
     runs = [
         dict(
             r,

@@ -51,8 +51,12 @@ def attention_intervention(translator, texts, rows):
             "translator must have a translate(texts, return_weights) method,"
             f" got {type(translator).__name__}"
         )
-    if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
+    if not isinstance(texts, (list, tuple)) or not all(
+        isinstance(t, str) for t in texts
+    ):
         raise TypeError(f"texts must be a list of strings, got {texts!r:.40}")
+    if not isinstance(rows, (list, tuple, range)):
+        raise TypeError(f"rows must be a list of ints, got {rows!r:.40}")
     rows = list(rows)
     for row in rows:
         require_int("row", row, minimum=0)

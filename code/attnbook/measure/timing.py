@@ -23,6 +23,8 @@ MOST_CALLS = 10**6
 
 def require_count(name: str, value, minimum: int = 1) -> int:
     """An int in [minimum, ``MOST_CALLS``]: ``ValueError`` otherwise."""
+    if isinstance(minimum, bool) or not isinstance(minimum, int):
+        raise TypeError(f"minimum must be an int, got {minimum!r:.40}")
     require_int(name, value, minimum)
     if value > MOST_CALLS:
         raise ValueError(

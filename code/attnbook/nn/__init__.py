@@ -2,8 +2,9 @@
 
 multihead (multi-head attention, weights interchangeable with
 ``torch.nn.MultiheadAttention``), self_attention, encoder (the Transformer
-encoder block and stack, layer norm, feed-forward), decoder (the decoder block
-with its key-value cache, the encoder-decoder Transformer), seq2seq (an RNN
+encoder block and stack, layer norm, feed-forward), kv_cache (the key-value
+cache both generating Transformers keep), decoder (the decoder block and its
+cached step, the encoder-decoder Transformer), seq2seq (an RNN
 encoder-decoder with additive attention), pointer (pointer networks),
 language_model (a decoder-only Transformer with a key-value cache),
 latent_attention (multi-head latent attention, DeepSeek-V2's MLA),

@@ -15,7 +15,6 @@ from .._checks import (
     require_float,
     require_ids,
     require_int,
-    require_tensor,
 )
 from .decoder import EncoderDecoderTransformer
 
@@ -51,42 +50,14 @@ def _require_alpha(alpha) -> float:
     return require_finite_number("alpha", alpha, 0.0, MAX_ALPHA)
 
 
-def reorder_caches(caches: list, rows: torch.Tensor) -> None:
-    """Gather every layer's key-value cache (the dicts ``step`` fills, keys
-    and values (B * k, h, t, d_k)) by ``rows`` (B * k,): row r of the new
-    cache is row ``rows[r]`` of the old one, the prefix that beam r now
-    extends. In place; an empty cache is left empty."""
-    if not isinstance(caches, list) or not all(
-        isinstance(c, dict) for c in caches
-    ):
-        raise TypeError("caches must be a list of dicts (one per layer)")
-    batch = set()
-    for cache in caches:
-        for name, cached in cache.items():
-            require_tensor(f"cache[{name!r}]", cached)
-            if cached.dim() != 4:
-                raise ValueError(
-                    f"cache[{name!r}] must be (B * k, h, t, d_k), got shape "
-                    f"{tuple(cached.shape)}"
-                )
-            batch.add(cached.shape[0])
-    if len(batch) > 1:
-        raise ValueError(f"the caches hold different batch sizes {batch}")
-    require_ids("rows", rows, batch.pop() if batch else 2**62, dims=1)
-    for cache in caches:
-        for name in list(cache):
-            cache[name] = cache[name].index_select(0, rows)
-
-
-def _step_logits(model, tokens, t, memory, mask, caches, memory_kv):
+def _step_logits(model, tokens, t, memory, mask, cache, memory_kv):
     """Logits (B * k, vocab) for the next token of every prefix: one cached
-    ``step`` per layer for the last token, or ``decode`` over the whole
-    prefix when ``caches`` is None."""
-    if caches is None:
+    decoder ``step`` for the last token, or ``decode`` over the whole prefix
+    when ``cache`` is None."""
+    if cache is None:
         return model.decode(tokens, memory, mask)[:, -1]
     x = model.embed_target(tokens[:, -1:], start=t)
-    for block, cache, kv in zip(model.decoder.blocks, caches, memory_kv):
-        x, _, _ = block.step(x, cache, kv, mask)
+    x, _, _ = model.decoder.step(x, cache, memory_kv, mask)
     return model.output(x[:, -1])
 
 
@@ -111,11 +82,11 @@ def beam_search(
     prefix of each input; scores (B,) its ranking score).
 
     ``use_cache=False`` re-runs the teacher-forced ``decode`` on the
-    B * beam_width prefixes at each step. ``use_cache=True`` runs one
-    ``step`` per layer on the newest token and keeps the keys and values of
-    each layer; as the kept prefixes change parents, every layer's cache is
-    gathered by the parent of each new beam (``reorder_caches``). Both give
-    the same beams.
+    B * beam_width prefixes at each step. ``use_cache=True`` runs the
+    decoder's ``step`` on the newest token and keeps every layer's keys and
+    values in a ``KVCache``; as the kept prefixes change parents, the cache
+    is gathered by the parent of each new beam (``cache.reorder(rows)``).
+    Both give the same beams.
     """
     _require_model(model)
     require_int("beam_width", beam_width)
@@ -132,12 +103,10 @@ def beam_search(
     memory = memory.repeat_interleave(k, dim=0)  # (B * k, n_src, d_model)
     if mask is not None:
         mask = mask.repeat_interleave(k, dim=0)
-    caches = memory_kv = None
+    cache = memory_kv = None
     if use_cache:
-        caches = [{} for _ in model.decoder.blocks]
-        memory_kv = [
-            b.memory_keys_values(memory) for b in model.decoder.blocks
-        ]
+        cache = model.decoder.new_cache()
+        memory_kv = model.decoder.memory_keys_values(memory)
     tokens = torch.full((batch * k, 1), model.bos, device=src.device)
     # only the first beam is live at the start: the others are copies
     log_p = torch.full((batch, k), float("-inf"), device=src.device)
@@ -147,9 +116,7 @@ def beam_search(
         finished = tokens[:, -1] == model.eos
         if t > 0 and finished.all():
             break
-        logits = _step_logits(
-            model, tokens, t, memory, mask, caches, memory_kv
-        )
+        logits = _step_logits(model, tokens, t, memory, mask, cache, memory_kv)
         log_probs = torch.log_softmax(logits.float(), dim=-1)
         log_probs[finished] = float("-inf")
         log_probs[finished, model.eos] = 0.0
@@ -165,7 +132,7 @@ def beam_search(
         rows = rows.flatten()
         tokens = torch.cat([tokens[rows], token.flatten()[:, None]], dim=1)
         if use_cache:
-            reorder_caches(caches, rows)  # each beam keeps its parent's past
+            cache.reorder(rows)  # each beam keeps its parent's past
     scores = log_p[:, 0] / length_penalty(lengths[:, 0], alpha)
     return tokens.view(batch, k, -1)[:, 0, 1:], scores
 

@@ -18,31 +18,32 @@ follow the book's rule: boolean, True = keep.
 Generation is greedy and autoregressive: ``EncoderDecoderTransformer.generate``
 either re-runs the decoder over the whole prefix at every step
 (``use_cache=False``) or keeps a key-value cache (``use_cache=True``): each
-step then projects only the new position and appends its keys and values, and
-the cross-attention keys and values of the memory are computed once.
+step then projects only the new position and appends its keys and values to a
+``KVCache`` (``attnbook.nn.kv_cache``, the language model's cache too), and the
+cross-attention keys and values of the memory are computed once. The step
+reads with the core ``attention``, like ``forward``.
 """
 
-import math
-
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from .._checks import (
     compute_dtype,
+    require_bool_mask,
     require_flag,
     require_float,
     require_ids,
     require_int,
+    require_int_in,
     require_module_dtype,
-    require_same_dtype,
+    require_probability,
     require_same_size,
     require_tensor,
 )
-from .._memory import require_weights_fit
+from .._memory import require_matrix_fits, require_weights_fit
 from .._random import restores_rng_on_error
-from ..core._nonfinite import drop_masked_garbage, weighted_values
-from ..core.masking import causal_mask, masked_softmax
+from ..core.attention import attention
+from ..core.masking import causal_mask
 from ..core.positional import PositionalEncoding
 from .encoder import (
     LayerNorm,
@@ -51,6 +52,7 @@ from .encoder import (
     blocks_weights,
     check_torch_layer,
 )
+from .kv_cache import KVCache, require_kv_cache
 from .multihead import (
     MultiHeadAttention,
     merge_heads,
@@ -59,161 +61,10 @@ from .multihead import (
 )
 
 
-def _require_dropout(value) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not 0.0 <= value < 1.0
-    ):
-        raise ValueError(f"dropout must be a number in [0, 1), got {value!r}")
-    return float(value)
-
-
-# -- the three projections of MultiHeadAttention, used one at a time by the
-# cache ------------
-
-
-def _project_query(mha: MultiHeadAttention, x: torch.Tensor) -> torch.Tensor:
-    """x (B, n, E) -> queries split into heads (B, h, n, d_k), with W_q of
-    ``mha``."""
-    e = mha.embed_dim
-    bias = mha.in_proj_bias[:e] if mha.in_proj_bias is not None else None
-    return split_heads(
-        F.linear(x, mha.in_proj_weight[:e], bias), mha.num_heads
-    )
-
-
 def _project_heads(mha: MultiHeadAttention, x: torch.Tensor):
     """x (B, n, E) -> q, k, v of self-attention, each split into heads
     (B, h, n, d_k), with ``mha``'s own projection."""
     return (split_heads(t, mha.num_heads) for t in mha.project(x, x, x))
-
-
-def _project_keys_values(mha: MultiHeadAttention, x: torch.Tensor):
-    """x (B, n, E) -> (keys, values), each split into heads (B, h, n, d_k),
-    with W_k, W_v of ``mha``."""
-    e = mha.embed_dim
-    bias = mha.in_proj_bias[e:] if mha.in_proj_bias is not None else None
-    keys, values = F.linear(x, mha.in_proj_weight[e:], bias).chunk(2, dim=-1)
-    return split_heads(keys, mha.num_heads), split_heads(values, mha.num_heads)
-
-
-def _attend(mha: MultiHeadAttention, q, k, v, mask=None):
-    """Per-head scaled dot-product attention, heads merged, then W_O: (output
-    (B, n_q, E), weights).
-
-    q: (B, h, n_q, d_k), k and v: (B, h, n_k, d_k); mask: True = keep,
-    broadcastable to the weights (B, h, n_q, n_k). The formula of ``attention``
-    with the scaled dot score, written out: a generation step calls it
-    thousands of times. As in ``attention``, float16/bfloat16 inputs are scored
-    and normalised in float32 (the weights and the output come back in the
-    inputs' dtype), and a masked key or value holding NaN or inf reaches no
-    output; float32 and float64 inputs take exactly the arithmetic they always
-    did.
-    """
-    _check_step_heads(mha, q, k, v)
-    work = compute_dtype(q.dtype)
-    # One sum per step decides whether masked garbage could be present (NaN/inf
-    # make it non-finite); only then do the careful helpers of ``attention``
-    # run.
-    careful = mask is not None and not bool(torch.isfinite(k.sum() + v.sum()))
-    if careful:
-        k = drop_masked_garbage(k, mask)
-    scores = q.to(work) @ k.to(work).transpose(-2, -1) / math.sqrt(q.shape[-1])
-    weights = masked_softmax(scores, mask)
-    heads = weighted_values(weights, v.to(work), careful).to(v.dtype)
-    return mha.out_proj(merge_heads(heads)), weights.to(v.dtype)
-
-
-def _with_cache(cache: dict, k: torch.Tensor, v: torch.Tensor):
-    """The cached keys and values (B, h, t, d_k) followed by the new
-    position's, without changing ``cache``; an empty cache gives (k, v). A
-    cache of another batch, heads, head size or dtype, or one without both
-    entries, gets a clear error."""
-    if not isinstance(cache, dict):
-        raise TypeError(
-            "cache must be a dict (empty at the first step), got "
-            f"{type(cache).__name__}"
-        )
-    if not cache:
-        return k, v
-    if set(cache) != {"keys", "values"}:
-        raise ValueError(
-            "cache must hold exactly 'keys' and 'values' (or nothing), got "
-            f"{sorted(cache)}"
-        )
-    for name, cached, new in (
-        ("keys", cache["keys"], k),
-        ("values", cache["values"], v),
-    ):
-        require_tensor(f'cache["{name}"]', cached)
-        if (
-            cached.dim() != 4
-            or cached.shape[:2] != new.shape[:2]
-            or cached.shape[-1] != new.shape[-1]
-            or cached.dtype != new.dtype
-            or cached.device != new.device
-        ):
-            raise ValueError(
-                f'cache["{name}"] must be (B, h, t, d_k) = '
-                f"({new.shape[0]}, {new.shape[1]}, t, {new.shape[-1]}) "
-                f"of {new.dtype} on {new.device}, as this step's; got "
-                f"{tuple(cached.shape)} of {cached.dtype} "
-                f"on {cached.device} (a cache from another batch or model?)"
-            )
-    if cache["keys"].shape[-2] != cache["values"].shape[-2]:
-        raise ValueError(
-            f"cache holds {cache['keys'].shape[-2]} keys but "
-            f"{cache['values'].shape[-2]} values"
-        )
-    return torch.cat([cache["keys"], k], dim=-2), torch.cat(
-        [cache["values"], v], dim=-2
-    )
-
-
-def _check_step_heads(mha: MultiHeadAttention, q, k, v) -> None:
-    """What ``_attend`` (the cached step) needs: one new position, keys and
-    values of the same batch, heads and head size, and the dtype of the
-    queries (e.g. ``memory_keys_values`` of another memory, or a cache of
-    another batch, gets a clear error)."""
-    if (
-        isinstance(k, torch.Tensor)
-        and isinstance(v, torch.Tensor)
-        and q.dtype == k.dtype == v.dtype
-        and q.dim() == k.dim() == v.dim() == 4
-        and q.shape[-2] == 1
-        and k.shape[-2] == v.shape[-2]
-        and q.shape[:2] == k.shape[:2] == v.shape[:2]
-        and q.shape[-1] == k.shape[-1] == v.shape[-1]
-    ):
-        # the usual case, decided in a few microseconds (a step runs thousands
-        # of times)
-        return
-    if q.shape[-2] != 1:
-        raise ValueError(
-            "step takes the new position only: x must be (B, 1, embed_dim), "
-            f"got {q.shape[-2]} positions"
-        )
-    for name, tensor in (("keys", k), ("values", v)):
-        require_tensor(f"memory_kv {name}", tensor)
-        if (
-            tensor.dim() != 4
-            or tensor.shape[:2] != q.shape[:2]
-            or tensor.shape[-1] != q.shape[-1]
-        ):
-            raise ValueError(
-                f"{name} must be (B, h, n, d_k) = ({q.shape[0]}, "
-                f"{mha.num_heads}, n, {q.shape[-1]}), got "
-                f"{tuple(tensor.shape)} (memory_kv from memory_keys_values of "
-                "this batch's memory, and a cache of "
-                f"this batch)"
-            )
-        require_same_dtype(
-            queries=q, **{name: tensor}
-        )  # q has the module's dtype (projected by it)
-    require_same_size(
-        "number of keys and values", "keys", k.shape[-2], "values", v.shape[-2]
-    )
 
 
 def _check_mask(name: str, mask, n_q: int, n_k: int) -> None:
@@ -225,6 +76,30 @@ def _check_mask(name: str, mask, n_q: int, n_k: int) -> None:
             f"a 2-D {name} must be (n_q, n_k) = ({n_q}, {n_k}), got "
             f"{tuple(mask.shape)}; for a key-padding "
             f"mask keep of shape (B, n_k) pass keep[:, None, None, :]"
+        )
+
+
+def _check_heads(
+    name, tensor, x, heads, head_dim, n, hint, allow_none=False
+) -> None:
+    """tensor: (B, h, n, d_k) of x's dtype and device, for the new
+    position x (B, 1, E) of a block with h heads of size d_k (or None if
+    ``allow_none``); a clear ValueError naming ``name`` otherwise."""
+    if tensor is None and allow_none:
+        return
+    require_tensor(name, tensor)
+    if (
+        tensor.dim() != 4
+        or tuple(tensor.shape[:2]) != heads
+        or tensor.shape[-1] != head_dim
+        or tensor.dtype != x.dtype
+        or tensor.device != x.device
+    ):
+        raise ValueError(
+            f"{name} must be (B, h, {n}, d_k) = ({heads[0]}, {heads[1]}, "
+            f"{n}, {head_dim}) of {x.dtype} on {x.device} for this step's x "
+            f"{tuple(x.shape)}; got {tuple(tensor.shape)} of {tensor.dtype} "
+            f"on {tensor.device} {hint}"
         )
 
 
@@ -243,18 +118,18 @@ class TransformerDecoderBlock(nn.Module):
     ``norm3`` (LayerNorm), ``ffn`` (PositionWiseFFN with ``linear1``,
     ``linear2``).
 
-    Generation with a key-value cache: ``step(x, cache, memory_kv,
+    Generation with a key-value cache: ``step(x, cache, layer, memory_kv,
     memory_mask)`` takes x (B, 1, d_model), the block's input at the new
-    position only. ``cache`` is a dict, empty at the first step;
-    ``cache["keys"]`` and ``cache["values"]`` (B, h, t, d_k) hold the
-    self-attention keys and values of the t earlier positions and gain the
-    new position's (updated in place, only once the step has passed its
-    checks). memory_kv is ``memory_keys_values(memory)``, computed once;
-    memory_mask is as in ``forward`` (a key-padding mask (B, 1, 1, n_src)).
-    It returns (y (B, 1, d_model), self_weights (B, h, 1, t + 1),
-    cross_weights (B, h, 1, n_src)). No causal mask is needed: the cache
-    holds the past only. Generation runs in eval mode, so ``step`` applies
-    no dropout.
+    position only. ``cache`` is a ``KVCache`` (the language model's, chapter
+    12) and ``layer`` this block's index in it: the cache's keys and values
+    of ``layer`` (B, h, t, d_k) hold the self-attention keys and values of
+    the t earlier positions and gain the new position's (only once the step
+    has passed its checks). memory_kv is ``memory_keys_values(memory)``,
+    computed once; memory_mask is as in ``forward`` (a key-padding mask
+    (B, 1, 1, n_src)). It returns (y (B, 1, d_model), self_weights
+    (B, h, 1, t + 1), cross_weights (B, h, 1, n_src)). No causal mask is
+    needed: the cache holds the past only. Generation runs in eval mode, so
+    ``step`` applies no dropout.
     """
 
     @restores_rng_on_error
@@ -273,7 +148,7 @@ class TransformerDecoderBlock(nn.Module):
             "TransformerDecoderBlock",
             blocks_weights(1, embed_dim, 2 * ffn_hidden),
         )
-        dropout = _require_dropout(dropout)
+        dropout = require_probability("dropout", dropout)
         self.self_attn = MultiHeadAttention(embed_dim, num_heads)
         self.dropout1 = nn.Dropout(dropout)
         self.norm1 = LayerNorm(embed_dim)
@@ -347,30 +222,67 @@ class TransformerDecoderBlock(nn.Module):
             self.embed_dim,
         )
         require_module_dtype(self, memory=memory)
-        return _project_keys_values(self.cross_attn, memory)
+        return self.cross_attn.project_keys_values(memory)
 
-    def step(self, x: torch.Tensor, cache: dict, memory_kv, memory_mask=None):
+    def step(self, x, cache: KVCache, layer: int, memory_kv, memory_mask=None):
         """One generation step for x (B, 1, d_model), the new position only:
         the class docstring describes the cache, memory_kv and the results."""
-        self._check_step(x, memory_kv, memory_mask)
-        q, k, v = _project_heads(self.self_attn, x)  # of the new position
-        k, v = _with_cache(cache, k, v)  # cached positions, then the new one
-        attended, self_weights = _attend(self.self_attn, q, k, v)
-        x = self.norm1(x + attended)
-        read, cross_weights = self._read_memory(x, memory_kv, memory_mask)
-        x = self.norm2(x + read)
+        self._check_step(x, cache, layer, memory_kv, memory_mask)
+        q, k, v = _project_heads(self.self_attn, x)  # the new position's
+        k, v = cache.append(layer, k, v)  # the cached positions, then it
+        heads, self_weights = attention(q, k, v)  # no mask: all is past
+        x = self.norm1(x + self.self_attn.out_proj(merge_heads(heads)))
+        q = self.cross_attn.project_query(x)
+        heads, cross_weights = attention(q, *memory_kv, mask=memory_mask)
+        x = self.norm2(x + self.cross_attn.out_proj(merge_heads(heads)))
         x = self.norm3(x + self.ffn(x))
-        cache["keys"], cache["values"] = k, v  # only now: after every check
         return x, self_weights, cross_weights
 
-    def _check_step(self, x, memory_kv, memory_mask) -> None:
-        """The mask check forward's MultiHeadAttention makes: no (B, 1, n_src)
-        masks (the step's shapes are checked by _with_cache and _attend)."""
+    def _check_step(self, x, cache, layer, memory_kv, memory_mask) -> None:
+        """Everything ``step`` needs, checked before the cache grows: x
+        (B, 1, d_model) of the module's dtype; the cache's ``layer`` empty
+        or holding (B, h, t, d_k) keys and values of x's dtype and device;
+        memory_kv a pair (B, h, n_src, d_k) of them; memory_mask a
+        multi-head mask; the score matrices within the memory limit."""
         require_float("x", x)
         if x.dim() != 3 or x.shape[1] != 1:
             raise ValueError(
                 "step takes the new position only: x must be (B, 1, "
                 f"d_model), got {tuple(x.shape)}"
+            )
+        require_same_size(
+            "feature size", "x", x.shape[-1], "embed_dim", self.embed_dim
+        )
+        require_module_dtype(self, x=x)
+        require_kv_cache(cache)
+        require_int_in("layer", layer, 0, len(cache.keys) - 1)
+        heads = (x.shape[0], self.num_heads)
+        head_dim = self.embed_dim // self.num_heads
+        for name, cached in (
+            ("keys", cache.keys[layer]),
+            ("values", cache.values[layer]),
+        ):
+            _check_heads(
+                f"cache.{name}[{layer}]",
+                cached,
+                x,
+                heads,
+                head_dim,
+                "t",
+                "(a cache from another batch or model?)",
+                allow_none=True,
+            )
+        keys, values = cache.keys[layer], cache.values[layer]
+        if (keys is None) != (values is None):
+            raise ValueError(
+                f"cache layer {layer} holds keys but no values, or values "
+                "but no keys"
+            )
+        t = 0 if keys is None else keys.shape[-2]
+        if keys is not None and t != values.shape[-2]:
+            raise ValueError(
+                f"cache holds {t} keys but {values.shape[-2]} values "
+                f"in layer {layer}"
             )
         if not isinstance(memory_kv, (tuple, list)) or len(memory_kv) != 2:
             raise TypeError(
@@ -378,23 +290,45 @@ class TransformerDecoderBlock(nn.Module):
                 "memory_keys_values returns"
             )
         for name, tensor in zip(("memory keys", "memory values"), memory_kv):
-            require_float(name, tensor)
+            _check_heads(
+                name,
+                tensor,
+                x,
+                heads,
+                head_dim,
+                "n",
+                "(memory_kv from memory_keys_values of this batch's memory)",
+            )
+        n_src = memory_kv[0].shape[-2]
+        require_same_size(
+            "number of keys and values",
+            "memory keys",
+            n_src,
+            "memory values",
+            memory_kv[1].shape[-2],
+        )
         if memory_mask is not None:
             require_multihead_mask(
                 memory_mask,
-                tuple(x.shape[:1]),
+                heads[:1],
                 self.num_heads,
                 1,
-                memory_kv[0].shape[-2],
+                n_src,
                 name="memory_mask",
             )
-
-    def _read_memory(self, x, memory_kv, memory_mask):
-        """Cross-attention of x (B, 1, d_model) over the memory's keys and
-        values, projected once by ``memory_keys_values``: (output,
-        weights)."""
-        q = _project_query(self.cross_attn, x)
-        return _attend(self.cross_attn, q, *memory_kv, memory_mask)
+            require_bool_mask(
+                memory_mask,
+                torch.Size((*heads, 1, n_src)),
+                "memory_mask",
+                device=x.device,
+            )
+        work = compute_dtype(x.dtype)
+        require_matrix_fits(
+            "the self-attention scores", (*heads, 1, t + 1), work
+        )
+        require_matrix_fits(
+            "the cross-attention scores", (*heads, 1, n_src), work
+        )
 
     @torch.no_grad()
     def load_torch_weights(
@@ -470,6 +404,51 @@ class TransformerDecoder(nn.Module):
             if return_weights
             else x
         )
+
+    def new_cache(self) -> KVCache:
+        """An empty key-value cache with one layer per block."""
+        return KVCache(len(self.blocks))
+
+    def memory_keys_values(self, memory: torch.Tensor) -> list:
+        """Every block's cross-attention (keys, values) of ``memory``
+        (B, n_src, E), each (B, h, n_src, d_k): computed once per input."""
+        return [block.memory_keys_values(memory) for block in self.blocks]
+
+    def step(self, x, cache: KVCache, memory_kv: list, memory_mask=None):
+        """One generation step through every block, x (B, 1, E) the new
+        position only; each block reads and grows its layer of ``cache``
+        (``new_cache()``, empty at the first step). memory_kv:
+        ``memory_keys_values(memory)``; memory_mask as in ``forward``.
+        Returns (y (B, 1, E), self_weights (L, B, h, 1, t + 1),
+        cross_weights (L, B, h, 1, n_src)); a refused step leaves the cache
+        as it was."""
+        self._check_step(x, cache, memory_kv, memory_mask)
+        self_weights, cross_weights = [], []
+        for layer, (block, kv) in enumerate(zip(self.blocks, memory_kv)):
+            x, s, c = block.step(x, cache, layer, kv, memory_mask)
+            self_weights.append(s)
+            cross_weights.append(c)
+        return x, torch.stack(self_weights), torch.stack(cross_weights)
+
+    def _check_step(self, x, cache, memory_kv, memory_mask) -> None:
+        """Every block's checks, before the first block's layer grows: a
+        cache of L layers, L pairs of memory keys and values (x keeps its
+        shape and dtype from block to block)."""
+        require_kv_cache(cache)
+        if not isinstance(memory_kv, (list, tuple)):
+            raise TypeError(
+                "memory_kv must be the list of (keys, values) pairs that "
+                f"memory_keys_values returns, got {type(memory_kv).__name__}"
+            )
+        for name, size in (
+            ("cache", len(cache.keys)),
+            ("memory_kv", len(memory_kv)),
+        ):
+            require_same_size(
+                "number of layers", name, size, "the decoder", len(self.blocks)
+            )
+        for layer, (block, kv) in enumerate(zip(self.blocks, memory_kv)):
+            block._check_step(x, cache, layer, kv, memory_mask)
 
     @torch.no_grad()
     def load_torch_weights(
@@ -547,7 +526,7 @@ class EncoderDecoderTransformer(nn.Module):
                 f"embed_dim ({embed_dim}) must be divisible by num_heads ("
                 f"{num_heads})"
             )
-        _require_dropout(dropout)
+        require_probability("dropout", dropout)
         for name, value in (("bos", bos), ("eos", eos)):
             require_int(name, value, minimum=0)
         require_weights_fit(
@@ -563,19 +542,16 @@ class EncoderDecoderTransformer(nn.Module):
             max_len=max_src_len,
             dropout=dropout,
         )
-        self.tgt_vocab_size = require_int("tgt_vocab_size", tgt_vocab_size)
+        self.tgt_vocab_size = tgt_vocab_size
         self.tgt_embedding = nn.Embedding(tgt_vocab_size, embed_dim)
         self.tgt_positions = PositionalEncoding(
-            embed_dim, require_int("max_tgt_len", max_tgt_len), dropout
+            embed_dim, max_tgt_len, dropout
         )
         self.decoder = TransformerDecoder(
             embed_dim, num_heads, ffn_hidden, num_decoder_layers, dropout
         )
         self.output = nn.Linear(embed_dim, tgt_vocab_size)
-        self.bos, self.eos = (
-            require_int("bos", bos, minimum=0),
-            require_int("eos", eos, minimum=0),
-        )
+        self.bos, self.eos = bos, eos  # checked above
         self.config = dict(
             src_vocab_size=src_vocab_size,
             tgt_vocab_size=tgt_vocab_size,
@@ -696,22 +672,13 @@ class EncoderDecoderTransformer(nn.Module):
         finished = torch.zeros(batch, dtype=torch.bool, device=src.device)
         steps_weights = []
         if use_cache:
-            caches = [{} for _ in self.decoder.blocks]
-            memory_kv = [
-                block.memory_keys_values(memory)
-                for block in self.decoder.blocks
-            ]
+            cache = self.decoder.new_cache()
+            memory_kv = self.decoder.memory_keys_values(memory)
         for t in range(max_len):
             if use_cache:
                 x = self._embed(tokens[:, -1:], start=t)
-                cross = []
-                for block, cache, kv in zip(
-                    self.decoder.blocks, caches, memory_kv
-                ):
-                    x, _, c = block.step(x, cache, kv, mask)
-                    cross.append(c)
-                logits = self.output(x[:, -1])
-                cross = torch.stack(cross)  # (L, B, h, 1, n_src)
+                x, _, cross = self.decoder.step(x, cache, memory_kv, mask)
+                logits = self.output(x[:, -1])  # cross (L, B, h, 1, n_src)
             else:
                 x = self._embed(tokens)
                 x, _, cross = self.decoder(

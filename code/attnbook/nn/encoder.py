@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .._checks import (
+    HALF_DTYPES,
     require_float,
     require_int,
     require_module_dtype,
@@ -30,12 +31,6 @@ from .._random import restores_rng_on_error
 from ..core.masking import lengths_to_mask
 from ..core.positional import PositionalEncoding
 from .multihead import MultiHeadAttention
-
-_HALF = (torch.float16, torch.bfloat16)
-
-
-def _require_dropout(value) -> float:
-    return require_probability("dropout", value)
 
 
 def padding_mask(valid_lens, n: int) -> torch.Tensor:
@@ -90,7 +85,7 @@ class LayerNorm(nn.Module):
         if x.dim() < 1:
             raise ValueError("x needs at least one dimension (the features)")
         require_same_size("feature size", "x", x.shape[-1], "dim", self.dim)
-        z = x.float() if x.dtype in _HALF else x
+        z = x.float() if x.dtype in HALF_DTYPES else x
         mean = z.mean(dim=-1, keepdim=True)
         var = ((z - mean) ** 2).mean(dim=-1, keepdim=True)
         normalized = ((z - mean) / torch.sqrt(var + self.eps)).to(x.dtype)
@@ -117,7 +112,7 @@ class PositionWiseFFN(nn.Module):
             "PositionWiseFFN", (2 * ffn_dim + 1, embed_dim + 1)
         )
         self.linear1 = nn.Linear(embed_dim, ffn_dim)
-        self.dropout = nn.Dropout(_require_dropout(dropout))
+        self.dropout = nn.Dropout(require_probability("dropout", dropout))
         self.linear2 = nn.Linear(ffn_dim, embed_dim)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -163,7 +158,7 @@ class TransformerEncoderBlock(nn.Module):
             blocks_weights(1, embed_dim, require_int("ffn_dim", ffn_dim)),
         )
         self.self_attn = MultiHeadAttention(embed_dim, num_heads)
-        self.dropout1 = nn.Dropout(_require_dropout(dropout))
+        self.dropout1 = nn.Dropout(require_probability("dropout", dropout))
         self.norm1 = LayerNorm(embed_dim)
         self.ffn = PositionWiseFFN(embed_dim, ffn_dim, dropout)
         self.dropout2 = nn.Dropout(dropout)
@@ -314,7 +309,7 @@ class TransformerEncoder(nn.Module):
         self.positions = PositionalEncoding(
             embed_dim,
             require_int("max_len", max_len),
-            _require_dropout(dropout),
+            require_probability("dropout", dropout),
         )
         self.blocks = nn.ModuleList(
             TransformerEncoderBlock(embed_dim, num_heads, ffn_dim, dropout)

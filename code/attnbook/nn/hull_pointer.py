@@ -13,7 +13,14 @@ once at least three vertices are out.
 import torch
 from torch import nn
 
-from .._checks import all_finite, require_float, require_int, require_tensor
+from .._checks import (
+    all_finite,
+    require_float,
+    require_int,
+    require_module_dtype,
+    require_tensor,
+)
+from .._memory import require_matrix_fits
 from .._random import restores_rng_on_error
 from ..core.masking import masked_softmax
 from .pointer import add_pointer_layers
@@ -22,7 +29,8 @@ PAD = -1  # fills an output after the polygon has closed
 MIN_VERTICES = 3  # the first vertex may close the polygon after this many
 
 
-def _check_points(points) -> torch.Tensor:
+def _check_points(points, model) -> torch.Tensor:
+    """points (B, n, 2), n >= 3, finite, in the dtype of ``model``."""
     require_float("points", points)
     if points.dim() != 3 or points.shape[-1] != 2 or points.shape[1] < 3:
         raise ValueError(
@@ -31,6 +39,7 @@ def _check_points(points) -> torch.Tensor:
         )
     if not all_finite(points):
         raise ValueError("points contains NaN or infinite values")
+    require_module_dtype(model, points=points)
     return points
 
 
@@ -67,6 +76,7 @@ def closing_keep_mask(target: torch.Tensor, n: int) -> torch.Tensor:
     0..t-1, or it is the first vertex and t >= ``MIN_VERTICES``.
     """
     _check_target(target, require_int("n", n))
+    require_matrix_fits("the keep mask", (*target.shape, n), torch.int64)
     chosen = nn.functional.one_hot(target.clamp_min(0), n).bool()
     chosen &= (target >= 0).unsqueeze(-1)
     before = chosen.cumsum(dim=1) - chosen.long() > 0  # chosen at s < t
@@ -92,7 +102,7 @@ class HullPointerNetwork(nn.Module):
     def teacher_forced_scores(self, points, target):
         """Pointer scores (B, L, n) when step t is fed the true vertex of
         step t - 1. points: (B, n, 2), target: (B, L)."""
-        _check_points(points)
+        _check_points(points, self)
         _check_target(target, points.shape[1], len(points))
         encoder_states, final = self.encoder(self.embed(points))
         start = self.start.expand(len(points), 1, -1)
@@ -106,7 +116,7 @@ class HullPointerNetwork(nn.Module):
         """Cross-entropy of the true vertices, averaged over the steps up to
         and including the closing one (``log_softmax`` of the masked
         scores)."""
-        _check_points(points)
+        _check_points(points, self)
         _check_target(target, points.shape[1], len(points))
         scores = self.teacher_forced_scores(points, target)
         keep = closing_keep_mask(target, points.shape[1])
@@ -118,7 +128,7 @@ class HullPointerNetwork(nn.Module):
     def decode(self, points):
         """Greedy decoding of points (B, n, 2): (B, n + 1) positions, the
         polygon closed by the first vertex, then ``PAD``."""
-        _check_points(points)
+        _check_points(points, self)
         batch, n, _ = points.shape
         keys, state = self.encoder(self.embed(points))
         fed = self.start.expand(batch, 1, -1)

@@ -26,9 +26,6 @@ from torch import nn
 from .._checks import (
     require_ids,
     require_int,
-    require_int_in,
-    require_same_dtype,
-    require_sequences,
     require_tensor,
 )
 from .._memory import (
@@ -43,81 +40,9 @@ from ..core.masking import causal_mask
 from ..core.sampling import check_sampling, sample_next_token
 from ..core.scoring import scaled_dot_score
 from .encoder import LayerNorm, PositionWiseFFN, blocks_weights
+from .kv_cache import KVCache, require_kv_cache
 from .latent_attention import MultiHeadLatentAttention
 from .multihead import MultiHeadAttention, merge_heads, split_heads
-
-_FEWER = "use fewer layers or"
-
-
-class KVCache:
-    """The keys and values each layer has seen: per layer two tensors
-    (B, num_kv_heads, n, head_dim), grown by ``append``. ``len(cache)`` is n,
-    the number of positions cached."""
-
-    def __init__(self, num_layers: int):
-        require_int("num_layers", num_layers)
-        require_matrix_fits(
-            "KVCache's lists of layers", (2, num_layers), torch.int64, _FEWER
-        )
-        self.keys = [None] * num_layers
-        self.values = [None] * num_layers
-
-    def __len__(self) -> int:
-        return 0 if self.keys[-1] is None else self.keys[-1].shape[-2]
-
-    def append(self, layer: int, keys, values) -> tuple:
-        """Add keys, values (B, h, n_new, d) to ``layer``'s cache; returns
-        all of its keys and values (B, h, n + n_new, d)."""
-        self._check(layer, keys, values)
-        if self.keys[layer] is not None:
-            keys = torch.cat([self.keys[layer], keys], dim=-2)
-            values = torch.cat([self.values[layer], values], dim=-2)
-        self.keys[layer], self.values[layer] = keys, values
-        return keys, values
-
-    def _check(self, layer, keys, values) -> None:
-        """layer in range; keys and values (B, h, n_new, d) of one dtype,
-        device and shape that continue the layer's cached ones."""
-        require_int_in("layer", layer, 0, len(self.keys) - 1)
-        require_sequences(keys=keys, values=values)
-        require_same_dtype(keys=keys, values=values)
-        if keys.dim() != 4 or keys.shape[:-1] != values.shape[:-1]:
-            raise ValueError(
-                "keys and values must have shapes (B, h, n_new, d) with one "
-                f"B, h, n_new, got {tuple(keys.shape)} and "
-                f"{tuple(values.shape)}"
-            )
-        for name, new, old in (
-            ("keys", keys, self.keys[layer]),
-            ("values", values, self.values[layer]),
-        ):
-            if old is not None and (
-                new.shape[:2] + new.shape[3:] != old.shape[:2] + old.shape[3:]
-                or new.dtype != old.dtype
-                or new.device != old.device
-            ):
-                raise ValueError(
-                    f"{name} {tuple(new.shape)} ({new.dtype}, {new.device}) "
-                    f"cannot join layer {layer}'s cached {tuple(old.shape)} "
-                    f"({old.dtype}, {old.device})"
-                )
-
-    def nbytes(self) -> int:
-        """The bytes the cached tensors hold."""
-        return sum(
-            t.numel() * t.element_size()
-            for t in self.keys + self.values
-            if t is not None
-        )
-
-
-def _require_cache(cache) -> KVCache:
-    if not isinstance(cache, KVCache):
-        raise TypeError(
-            f"cache must be a KVCache (model.new_cache()), got "
-            f"{type(cache).__name__}"
-        )
-    return cache
 
 
 class _LatentSelfAttention(MultiHeadLatentAttention):
@@ -186,7 +111,7 @@ class DecoderOnlyBlock(nn.Module):
         """x (B, n_new, E): the new positions only. Their keys and values
         join ``cache``; their queries attend to all n_k cached keys under the
         bottom-right causal mask (n_new, n_k)."""
-        _require_cache(cache)
+        require_kv_cache(cache)
         mha = self.self_attn
         if isinstance(mha, _LatentSelfAttention):
             raise ValueError(
@@ -400,7 +325,7 @@ class DecoderOnlyTransformer(nn.Module):
         require_activations_fit("tokens", tokens, numbers, dtype, "a forward")
 
     def _check_cache(self, cache) -> None:
-        if cache is not None and len(_require_cache(cache).keys) != len(
+        if cache is not None and len(require_kv_cache(cache).keys) != len(
             self.blocks
         ):
             raise ValueError(

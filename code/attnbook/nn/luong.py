@@ -22,7 +22,7 @@ from torch import nn
 
 from .._random import restores_rng_on_error
 from ..core.scoring import BilinearScore
-from .seq2seq import Seq2Seq, _check_decoder_state
+from .seq2seq import Seq2Seq, check_decoder_state
 
 
 class LuongSeq2Seq(Seq2Seq):
@@ -57,7 +57,7 @@ class LuongSeq2Seq(Seq2Seq):
 
         Returns (logits (B, V), s_t (B, H), alpha_t (B, n)).
         """
-        _check_decoder_state(self, state, states, summary, keep, prev_tokens)
+        check_decoder_state(self, state, states, summary, keep, prev_tokens)
         y = self.tgt_embed(prev_tokens)
         state = self.cell(y, state)  # s_t first
         c, weights = self.context(state, states, summary, keep)  # query s_t

@@ -128,26 +128,7 @@ class MultiHeadAttention(nn.Module):
         One matrix product when query, key and value are the same tensor
         (self-attention), two when key is value, three otherwise.
         """
-        for name, tensor in (("query", query), ("key", key), ("value", value)):
-            require_float(name, tensor)
-            require_same_size(
-                f"{name} feature size",
-                name,
-                tensor.shape[-1] if tensor.dim() else 0,
-                "embed_dim",
-                self.embed_dim,
-            )
-            if (
-                tensor.dtype != self.in_proj_weight.dtype
-            ):  # a generation step calls this thousands of times
-                require_module_dtype(self, **{name: tensor})
-        for name, tensor in (("query", query), ("key", key)):
-            require_matrix_fits(
-                f"the projection of {name}",
-                (*tensor.shape[:-1], self.in_proj_weight.shape[0]),
-                tensor.dtype,
-                hint="use shorter sequences, or",
-            )
+        self._check_projected(query=query, key=key, value=value)
         weight, bias = self.in_proj_weight, self.in_proj_bias
         sizes = [self.embed_dim, self.kv_dim, self.kv_dim]
         if query is key and key is value:
@@ -164,6 +145,53 @@ class MultiHeadAttention(nn.Module):
         w_k, w_v = w_kv.chunk(2)
         b_k, b_v = b_kv.chunk(2) if b_kv is not None else (None, None)
         return q, F.linear(key, w_k, b_k), F.linear(value, w_v, b_v)
+
+    def project_query(self, x: torch.Tensor) -> torch.Tensor:
+        """x (..., n, embed_dim) -> the queries split into heads (..., h, n,
+        d_head), with W_q alone (a decoding step's cross-attention)."""
+        self._check_projected(x=x)
+        weight, bias = self.in_proj_weight, self.in_proj_bias
+        e = self.embed_dim
+        q = F.linear(x, weight[:e], None if bias is None else bias[:e])
+        return split_heads(q, self.num_heads)
+
+    def project_keys_values(self, x: torch.Tensor) -> tuple:
+        """x (..., n, embed_dim) -> (keys, values), each split into
+        num_kv_heads heads (..., g, n, d_head), with W_k and W_v alone (the
+        memory that every decoding step reads)."""
+        self._check_projected(x=x)
+        weight, bias = self.in_proj_weight, self.in_proj_bias
+        e = self.embed_dim
+        kv = F.linear(x, weight[e:], None if bias is None else bias[e:])
+        keys, values = kv.chunk(2, dim=-1)
+        return (
+            split_heads(keys, self.num_kv_heads),
+            split_heads(values, self.num_kv_heads),
+        )
+
+    def _check_projected(self, **tensors) -> None:
+        """Float tensors (..., embed_dim) of the parameters' dtype whose
+        projections fit in the memory limit."""
+        for name, tensor in tensors.items():
+            require_float(name, tensor)
+            require_same_size(
+                f"{name} feature size",
+                name,
+                tensor.shape[-1] if tensor.dim() else 0,
+                "embed_dim",
+                self.embed_dim,
+            )
+            if (
+                tensor.dtype != self.in_proj_weight.dtype
+            ):  # a generation step calls this thousands of times
+                require_module_dtype(self, **{name: tensor})
+            if name != "value":
+                require_matrix_fits(
+                    f"the projection of {name}",
+                    (*tensor.shape[:-1], self.in_proj_weight.shape[0]),
+                    tensor.dtype,
+                    hint="use shorter sequences, or",
+                )
 
     def forward(
         self,

@@ -16,8 +16,6 @@ masking is ``masked_softmax`` with a keep-mask. The book's task is sorting:
 output the positions of the inputs from the largest to the smallest.
 """
 
-import functools
-import inspect
 import math
 
 import torch
@@ -37,7 +35,7 @@ from ..core.masking import masked_softmax
 from ..core.scoring import AdditiveScore
 
 
-def _check_values(x) -> torch.Tensor:
+def check_values(x) -> torch.Tensor:
     """x must be a finite float tensor of shape (B, n) with n >= 1."""
     require_float("x", x)
     if x.dim() != 2:
@@ -82,10 +80,10 @@ def _check_permutations(x, target) -> torch.Tensor:
 _NO_TARGET = object()  # decode: no target to check
 
 
-def _check_inputs(module, x, target=_NO_TARGET) -> torch.Tensor:
+def check_pointer_inputs(module, x, target=_NO_TARGET) -> torch.Tensor:
     """x: finite (B, n) floats in the module's dtype; target, when given,
     (B, n) permutations of 0..n-1. Returns x."""
-    _check_values(x)
+    check_values(x)
     require_module_dtype(module, x=x)
     n, hidden = x.shape[1], module.hidden_dim
     # a pass: the encoder (~7 n H a row), then n decoding steps, each
@@ -95,25 +93,6 @@ def _check_inputs(module, x, target=_NO_TARGET) -> torch.Tensor:
     if target is not _NO_TARGET:
         _check_permutations(x, target)
     return x
-
-
-def _checked(check):
-    """Decorator: run ``check(self, *args)`` before the method, so malformed
-    input is refused before anything runs (and listings show the method's
-    own lines only)."""
-
-    def decorate(method):
-        signature = inspect.signature(method)
-
-        @functools.wraps(method)
-        def checked_method(self, *args, **kwargs):
-            bound = signature.bind(self, *args, **kwargs)
-            check(*bound.args)
-            return method(self, *args, **kwargs)
-
-        return checked_method
-
-    return decorate
 
 
 def _check_step(module, fed, state, encoder_states, available) -> None:
@@ -214,7 +193,7 @@ class PointerNetwork(nn.Module):
     def encode(self, x: torch.Tensor):
         """Run the encoder. x: (B, n). Returns (states (B, n, H), final (h,
         c), each (1, B, H))."""
-        _check_inputs(self, x)
+        check_pointer_inputs(self, x)
         states, final = self.encoder(self.embed(x.unsqueeze(-1)))
         return states, final
 
@@ -228,13 +207,13 @@ class PointerNetwork(nn.Module):
         """
         return self.pointer(decoder_states, encoder_states)
 
-    @_checked(_check_inputs)
     def teacher_forced_scores(self, x, target):
         """Unmasked pointer scores u_{t,j} under teacher forcing.
 
         x: (B, n) numbers, target: (B, n) permutations. Step 0 is fed the start
         symbol, step t the number at the true pi_{t-1}. Returns (B, n, n).
         """
+        check_pointer_inputs(self, x, target)
         encoder_states, final = self.encode(x)
         start = self.start.expand(len(x), 1, -1)
         chosen = x.gather(1, target[:, :-1]).unsqueeze(-1)  # fed at 1..n-1
@@ -266,7 +245,6 @@ class PointerNetwork(nn.Module):
         log_p = torch.log_softmax(scores.masked_fill(chosen, -torch.inf), -1)
         return -log_p.gather(2, target.unsqueeze(-1)).mean()
 
-    @_checked(_check_step)
     def pointer_step(self, fed, state, encoder_states, available):
         """One greedy decoding step.
 
@@ -274,6 +252,7 @@ class PointerNetwork(nn.Module):
         state: the decoder LSTM's (h, c); available: (B, n), True = not chosen
         yet. Returns (choice (B,), weights (B, 1, n), the new state).
         """
+        _check_step(self, fed, state, encoder_states, available)
         decoder_state, state = self.decoder(fed, state)  # (B, 1, H)
         scores = self.pointer_scores(decoder_state, encoder_states)
         weights = masked_softmax(scores, available.unsqueeze(1))

@@ -89,7 +89,11 @@ class PositionSchemeTransformer(nn.Module):
             (num_layers, 12 * embed_dim, embed_dim),
         )
         self.head_dim = embed_dim // num_heads
-        self.rope_base = float(rope_base)
+        self.rope_base = float(
+            require_finite_number(
+                "rope_base", rope_base, low=1.0, high=1e12, include_low=False
+            )
+        )
         self.token_embedding = nn.Embedding(vocab_size, embed_dim)
         nn.init.normal_(self.token_embedding.weight, std=0.02)
         if scheme == "learned":
@@ -159,6 +163,7 @@ class PositionSchemeTransformer(nn.Module):
     def embed(self, tokens: torch.Tensor) -> torch.Tensor:
         """x_0 (B, n, embed_dim): token embedding plus, for the absolute
         schemes, the position vector of positions 0 .. n - 1."""
+        self._check_tokens(tokens)
         x = self.token_embedding(tokens)
         n = tokens.shape[1]
         if self.scheme == "learned":
@@ -166,6 +171,15 @@ class PositionSchemeTransformer(nn.Module):
         elif self.scheme == "sinusoidal":
             x = x + self.sinusoid_scale * self.sinusoid[:n]
         return x
+
+    def _check_tokens(self, tokens) -> None:
+        """tokens (B, n): ids below vocab_size, n at most max_len."""
+        require_ids("tokens", tokens, self.vocab_size, dims=2)
+        n = tokens.shape[1]
+        if n > self.max_len:
+            raise ValueError(
+                f"tokens has {n} positions, more than max_len = {self.max_len}"
+            )
 
     def score_bias(self, n: int, dtype) -> torch.Tensor:
         """What is added to every head's scores: ALiBi's biases (h, n, n),
@@ -194,12 +208,8 @@ class PositionSchemeTransformer(nn.Module):
         (ReRoPE's rule): no rotation angle beyond clamp * theta_p.
         score_scale: multiplies every score (a temperature 1/score_scale).
         """
-        require_ids("tokens", tokens, self.vocab_size, dims=2)
+        self._check_tokens(tokens)
         n = tokens.shape[1]
-        if n > self.max_len:
-            raise ValueError(
-                f"tokens has {n} positions, more than max_len = {self.max_len}"
-            )
         require_finite_number("score_scale", score_scale, low=0.0, high=1e4)
         require_matrix_fits(
             "the attention weights",

@@ -61,6 +61,9 @@ class ShortConv(nn.Module):
         super().__init__()
         require_int("dim", dim)
         self.width = require_int("width", width)
+        require_weights_fit(
+            f"ShortConv (dim={dim}, width={width})", (dim, width)
+        )
         self.conv = nn.Conv1d(dim, dim, width, groups=dim, bias=False)
         with torch.no_grad():  # start as the identity plus a little past
             self.conv.weight.zero_()
@@ -221,6 +224,9 @@ class RecallModel(nn.Module):
         mixers = _check_mixers(mixers)
         self.vocab_size = require_int("vocab_size", vocab_size)
         _check_sizes(dim, num_heads, window, chunk_size, key_dim)
+        require_weights_fit(
+            f"the embeddings (vocab_size={vocab_size})", (2 * vocab_size, dim)
+        )
         self.mixers = mixers
         self.embedding = nn.Embedding(vocab_size, dim)
         options = {
@@ -236,6 +242,8 @@ class RecallModel(nn.Module):
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         require_ids("tokens", tokens, self.vocab_size, dims=2)
+        if tokens.shape[1] == 0:
+            raise ValueError("tokens must hold at least one position, got 0")
         x = self.embedding(tokens)
         for block in self.blocks:
             x = block(x)
@@ -278,7 +286,10 @@ def _check_sizes(dim, num_heads, window=1, chunk_size=1, key_dim=None):
         raise ValueError(
             f"dim ({dim}) must be a multiple of num_heads ({num_heads})"
         )
-    require_weights_fit("the model", (dim, 4 * dim))
+    keys = num_heads * (key_dim or dim // num_heads)
+    require_weights_fit(
+        f"the model (dim={dim}, key_dim={key_dim})", (dim, 4 * dim + 2 * keys)
+    )
 
 
 def _require_sequence(name: str, x, dim: int) -> None:

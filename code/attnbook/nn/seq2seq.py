@@ -54,40 +54,26 @@ from ..core.scoring import AdditiveScore
 PAD, BOS, EOS = 0, 1, 2
 
 
-def _check_seq2seq_inputs(module, args, kwargs):
+def _check_target(model, src, tgt_in) -> None:
     """Seq2Seq.forward's target: tgt_in (B, T) ids of the target vocabulary,
     B as in src (src and lengths are checked by encode)."""
-    names = ("src", "lengths", "tgt_in")
-    given = dict(zip(names, args), **kwargs)
-    if set(given) != set(names):
-        raise TypeError(
-            f"Seq2Seq takes src, lengths, tgt_in; got {sorted(given)}"
-        )
-    require_ids(
-        "tgt_in", given["tgt_in"], module.tgt_embed.num_embeddings, dims=2
-    )
-    if given["tgt_in"].shape[1] == 0:
+    require_ids("tgt_in", tgt_in, model.tgt_embed.num_embeddings, dims=2)
+    if tgt_in.shape[1] == 0:
         raise ValueError("tgt_in must hold at least one step (BOS), got T = 0")
-    require_tensor("src", given["src"])
-    if given["src"].dim() >= 1:
+    require_tensor("src", src)
+    if src.dim() >= 1:
         require_same_size(
-            "batch size",
-            "src",
-            given["src"].shape[0],
-            "tgt_in",
-            given["tgt_in"].shape[0],
+            "batch size", "src", src.shape[0], "tgt_in", tgt_in.shape[0]
         )
 
 
-def _check_target_tokens(embedding, args):
-    """The previous tokens a decoder step embeds: (B,) ids of the target
-    vocabulary."""
-    require_ids("previous target tokens", args[0], embedding.num_embeddings)
+_NO_TOKENS = object()  # context: no previous tokens to check
 
 
-def _check_decoder_state(model, state, states, summary, keep, prev=None):
+def check_decoder_state(model, state, states, summary, keep, prev=_NO_TOKENS):
     """A decoder step's inputs: state (B, H), states (B, n, 2H), summary
-    (B, 2H) in the model's dtype, keep (B, n) boolean; prev (B,) ids."""
+    (B, 2H) in the model's dtype, keep (B, n) boolean; prev (B,) ids of the
+    target vocabulary."""
     hidden = model.config["hidden_dim"]
     require_float("states", states)
     batch, n = require_shape("states", states, (None, None, 2 * hidden)).shape[
@@ -106,8 +92,11 @@ def _check_decoder_state(model, state, states, summary, keep, prev=None):
         raise ValueError(
             f"keep must have shape ({batch}, {n}), got {tuple(keep.shape)}"
         )
-    if prev is not None:
+    if prev is not _NO_TOKENS:
         require_shape("prev_tokens", prev, (batch,))
+        require_ids(
+            "previous target tokens", prev, model.tgt_embed.num_embeddings
+        )
 
 
 _FEWER = "decode fewer steps or"
@@ -176,11 +165,6 @@ class Seq2Seq(nn.Module):
         self.tgt_embed = nn.Embedding(tgt_vocab_size, embed_dim)
         self.cell = nn.GRUCell(embed_dim + 2 * H, H)
         self.out = nn.Linear(H + 2 * H + embed_dim, tgt_vocab_size)
-        # Checks that run before forward and before every target embedding
-        # (step), so that forward, context and step stay the few lines chapter
-        # 5 prints.
-        self.register_forward_pre_hook(_check_seq2seq_inputs, with_kwargs=True)
-        self.tgt_embed.register_forward_pre_hook(_check_target_tokens)
 
     @property
     def uses_attention(self) -> bool:
@@ -222,7 +206,7 @@ class Seq2Seq(nn.Module):
         state: (B, H) s_{t-1}; states: (B, n, 2H) E; summary: (B, 2H) c;
         keep: (B, n). Returns (c_t (B, 2H), alpha_t (B, n) or None).
         """
-        _check_decoder_state(self, state, states, summary, keep)
+        check_decoder_state(self, state, states, summary, keep)
         if self.score is None:
             return summary, None
         # One query per sequence: (B, 1, H); keys = values = E; mask (B, 1, n)
@@ -235,7 +219,7 @@ class Seq2Seq(nn.Module):
 
         Returns (logits (B, V), s_t (B, H), alpha_t (B, n) or None).
         """
-        _check_decoder_state(self, state, states, summary, keep, prev_tokens)
+        check_decoder_state(self, state, states, summary, keep, prev_tokens)
         y = self.tgt_embed(prev_tokens)
         c, weights = self.context(state, states, summary, keep)
         state = self.cell(torch.cat([y, c], dim=-1), state)
@@ -248,6 +232,7 @@ class Seq2Seq(nn.Module):
         src: (B, n), lengths: (B,), tgt_in: (B, T) BOS, then the target.
         Returns (logits (B, T, V), weights (B, T, n) or None).
         """
+        _check_target(self, src, tgt_in)
         states, summary, keep = self.encode(src, lengths)
         state = torch.tanh(self.init_state(summary))
         logits, weights = [], []

@@ -164,13 +164,9 @@ class CardLookup(nn.Module):
         self.attention = MultiHeadAttention(embed_dim, num_heads)
         self.read_digit = nn.Linear(embed_dim, NUM_DIGITS)
         self.read_colour = nn.Linear(embed_dim, len(COLOURS))
-        # The inputs are checked before forward runs (forward stays the few
-        # lines chapter 4 prints).
-        self.register_forward_pre_hook(
-            _check_card_lookup_inputs, with_kwargs=True
-        )
 
     def forward(self, card_colours, card_digits, ask_colour, ask_digit):
+        _check_inputs(card_colours, card_digits, ask_colour, ask_digit)
         # cards (B, n, d): keys and values; questions (B, n_q, d): queries
         cards = self.card_colour(card_colours) + self.card_digit(card_digits)
         questions = self.ask_colour(ask_colour) + self.ask_digit(ask_digit)
@@ -178,39 +174,31 @@ class CardLookup(nn.Module):
         return self.read_digit(answers), self.read_colour(answers), weights
 
 
-def _check_card_lookup_inputs(module, args, kwargs):
+def _check_inputs(card_colours, card_digits, ask_colour, ask_digit) -> None:
     """CardLookup's inputs: card_colours, card_digits (B, n) ids;
     ask_colour, ask_digit (B, n_q) ids."""
     names = ("card_colours", "card_digits", "ask_colour", "ask_digit")
-    given = dict(zip(names, args), **kwargs)
-    if set(given) != set(names):
-        raise TypeError(
-            f"CardLookup takes {', '.join(names)}; got {sorted(given)}"
-        )
-    for name, size in zip(
-        names, (len(COLOURS), NUM_DIGITS, len(COLOURS), NUM_DIGITS)
+    given = (card_colours, card_digits, ask_colour, ask_digit)
+    for name, ids, size in zip(
+        names, given, (len(COLOURS), NUM_DIGITS, len(COLOURS), NUM_DIGITS)
     ):
-        require_ids(name, given[name], size, dims=2)
-    cards, questions = (
-        (given["card_colours"], given["card_digits"]),
-        (given["ask_colour"], given["ask_digit"]),
-    )
+        require_ids(name, ids, size, dims=2)
     if (
-        cards[0].shape != cards[1].shape
-        or questions[0].shape != questions[1].shape
+        card_colours.shape != card_digits.shape
+        or ask_colour.shape != ask_digit.shape
     ):
         raise ValueError(
-            f"cards (colours {tuple(cards[0].shape)}, digits "
-            f"{tuple(cards[1].shape)}) and questions "
-            f"(colour {tuple(questions[0].shape)}, digit "
-            f"{tuple(questions[1].shape)}) must match in pairs"
+            f"cards (colours {tuple(card_colours.shape)}, digits "
+            f"{tuple(card_digits.shape)}) and questions "
+            f"(colour {tuple(ask_colour.shape)}, digit "
+            f"{tuple(ask_digit.shape)}) must match in pairs"
         )
     require_same_size(
         "batch size",
         "cards",
-        cards[0].shape[0],
+        card_colours.shape[0],
         "questions",
-        questions[0].shape[0],
+        ask_colour.shape[0],
     )
 
 

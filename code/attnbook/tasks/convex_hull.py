@@ -6,7 +6,12 @@ import io
 
 import torch
 
-from .._checks import require_float, require_int, require_training
+from .._checks import (
+    is_finite_number,
+    require_float,
+    require_int,
+    require_training,
+)
 from .._memory import require_matrix_fits
 from .._random import (
     keep_global_rng,
@@ -17,7 +22,8 @@ from .._random import (
 from .._weights import load_pinned
 from ..measure.threads import torch_threads
 from ..nn.hull_pointer import PAD, HullPointerNetwork
-from .sorting import _check_saving, _read_saved, teacher_forced_training
+from ._saved_models import check_saving, read_saved
+from .sorting import teacher_forced_training
 
 PRETRAINED_FILE = "hull_pointer.pt"
 # SHA-256 of the shipped attnbook/data/hull_pointer.pt; pretrained_hull_pointer
@@ -46,6 +52,7 @@ def hull_order(points: list) -> list:
     """The convex hull of 2-D points (a list of (x, y)): the positions of its
     vertices counter-clockwise, starting from the lowest position (Andrew's
     monotone chain)."""
+    _check_point_list(points)
     order = sorted(range(len(points)), key=lambda i: points[i])
     lower, upper = [], []
     for chain, indices in ((lower, order), (upper, order[::-1])):
@@ -86,11 +93,33 @@ def hull_batch(batch_size: int, n: int, generator: torch.Generator):
 
 
 @torch.no_grad()
+def _check_point_list(points) -> None:
+    """points: a list of at least one (x, y) pair of finite numbers."""
+    if (
+        not isinstance(points, (list, tuple))
+        or not points
+        or not all(
+            isinstance(p, (list, tuple))
+            and len(p) == 2
+            and all(is_finite_number(c) for c in p)
+            for p in points
+        )
+    ):
+        raise ValueError(
+            "points must be a non-empty list of (x, y) pairs of finite "
+            f"numbers, got {points!r:.40}"
+        )
+
+
 def hull_accuracy(
     model: HullPointerNetwork, n: int, num_sets: int = 1000, seed: int = 1234
 ) -> float:
     """Share of fresh sets of n points (drawn with ``seed``) whose whole
     greedy output, closing vertex included, is the true hull."""
+    if not isinstance(model, HullPointerNetwork):
+        raise TypeError(
+            f"model must be a HullPointerNetwork, got {type(model).__name__}"
+        )
     points, target = hull_batch(num_sets, n, seeded_generator(seed))
     return (model.decode(points) == target).all(dim=1).float().mean().item()
 
@@ -129,7 +158,7 @@ def train_hull_pointer(
 def save_hull_pointer(model, path, info: dict | None = None) -> None:
     """Save the weights, the size and ``info`` to ``path`` (the same bytes on
     every run)."""
-    _check_saving(model, path, info, HullPointerNetwork)
+    check_saving(model, path, info, HullPointerNetwork)
     state = {k: v.detach().clone() for k, v in model.state_dict().items()}
     buffer = io.BytesIO()
     torch.save(
@@ -167,7 +196,7 @@ def _model_from(saved: dict):
 
 def load_hull_pointer(path):
     """Load a model saved by ``save_hull_pointer``: (model, info)."""
-    return _model_from(_read_saved(path, "hull pointer", "save_hull_pointer"))
+    return _model_from(read_saved(path, "hull pointer", "save_hull_pointer"))
 
 
 def pretrained_hull_pointer(return_info: bool = False):

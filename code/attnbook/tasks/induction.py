@@ -222,6 +222,10 @@ def train_induction(
         seed=seed,
     )
     _check_offset(offset)
+    if not isinstance(checkpoints, (list, tuple, set, range)):
+        raise TypeError(
+            f"checkpoints must be a list of steps, got {checkpoints!r:.40}"
+        )
     keep_at = set()
     for step in checkpoints:
         require_int("a checkpoint step", step, minimum=0)
@@ -270,6 +274,8 @@ def train_induction(
 def build_model(num_layers: int, task: dict, config: dict):
     """A fresh ``AttentionOnlyTransformer`` for ``task`` (its vocab_size and
     seq_len) with ``config``'s sizes, drawn from torch's global generator."""
+    require_saved("task", task, "vocab_size", "seq_len")
+    require_saved("config", config, "embed_dim", "num_heads")
     return AttentionOnlyTransformer(
         task["vocab_size"],
         task["seq_len"],

@@ -179,7 +179,7 @@ def finetune_rope(
     TASK["train_len"]), fine-tuned ``steps`` steps at ``length`` positions
     (steps = 0: the scaling alone). Batches from a generator seeded
     ``seed + 101``, never an evaluation seed."""
-    require_training(steps=steps)
+    require_training(steps=steps, seed=seed, batch_size=batch_size, lr=lr)
     if getattr(model, "scheme", None) != "rope":
         raise ValueError(
             "finetune_rope needs a trained 'rope' PositionSchemeTransformer, "

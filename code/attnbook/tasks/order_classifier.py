@@ -20,10 +20,11 @@ from .._checks import (
     require_float_dtype,
     require_ids,
     require_int,
-    require_positive,
+    require_lengths,
     require_saved,
     require_tensor,
     require_text,
+    require_training,
 )
 from .._memory import require_matrix_fits, require_weights_fit
 from .._random import (
@@ -264,6 +265,10 @@ def without_heads(model: "CLSClassifier", heads) -> "CLSClassifier":
         raise TypeError(
             f"model must be a CLSClassifier, got {type(model).__name__}"
         )
+    if not isinstance(heads, (list, tuple, set)):
+        raise TypeError(
+            f"heads must be a list of (layer, head) pairs, got {heads!r:.40}"
+        )
     blocks = model.encoder.blocks
     ablated = copy.deepcopy(model)
     for pair in heads:
@@ -297,6 +302,8 @@ def accuracy(model: nn.Module, tokens, valid_lens, labels) -> float:
     CPU (the attention weights of a few thousand sequences overflow its
     caches)."""
     _check_labels(model, tokens, labels)
+    if valid_lens is not None:
+        require_lengths("valid_lens", valid_lens, len(tokens), tokens.shape[1])
     model.eval()
     predicted = []
     for start in range(0, max(len(tokens), 1), 500):  # B = 0: one call
@@ -327,10 +334,8 @@ def train_order_classifier(
     from tqdm.auto import tqdm
 
     require_float_dtype("dtype", dtype)
-    for name, value in (("steps", steps), ("batch_size", batch_size)):
-        require_int(name, value)
-    require_positive("lr", lr)
-    require_int("seed", seed, minimum=0)
+    require_int("steps", steps)  # at least one: the history averages them
+    require_training(steps=steps, batch_size=batch_size, lr=lr, seed=seed)
     require_int("max_len", max_len, minimum=3)
     history = {"loss": []}
     start = time.perf_counter()

@@ -31,6 +31,7 @@ import torch.nn.functional as F
 from .._checks import (
     require_dict_or_none,
     require_float,
+    require_float_dtype,
     require_int,
     require_int_in,
     require_tensor,
@@ -196,6 +197,7 @@ def train_recall(
         steps=steps, batch_size=batch_size, lr=lr, weight_decay=weight_decay
     )
     require_int("seed", seed, minimum=0)
+    require_float_dtype("dtype", dtype)
     if curve_every is not None:
         require_int("curve_every", curve_every)
     pairs = _check_pairs(pairs)

@@ -29,7 +29,9 @@ from .._checks import (
     require_int_in,
     require_tensor,
     require_text,
+    require_training,
 )
+from .._memory import require_matrix_fits, require_weights_fit
 from .._random import restores_rng_on_error, seeded, seeded_generator
 from ..core.positional import sinusoidal_encoding
 from ..measure.threads import single_thread
@@ -61,12 +63,36 @@ def sentence(
 ) -> str:
     """The template: 'the [colour] thing did not fit in the [colour]
     container because it was too adjective'."""
+    _check_template(thing, container, adjective, colours)
     first = "the" if colours[0] is None else f"the {colours[0]}"
     second = "the" if colours[1] is None else f"the {colours[1]}"
     return (
         f"{first} {thing} did not fit in {second} {container} "
         f"because it was too {adjective}"
     )
+
+
+def _check_template(thing, container, adjective, colours) -> None:
+    """thing and container two of ``NOUNS``, adjective one of
+    ``ADJECTIVES``, colours a pair of None or ``COLOURS``."""
+    for name, word, allowed in (
+        ("thing", thing, NOUNS),
+        ("container", container, NOUNS),
+        ("adjective", adjective, ADJECTIVES),
+    ):
+        if not isinstance(word, str) or word not in allowed:
+            raise ValueError(
+                f"{name} must be one of {allowed}, got {word!r:.40}"
+            )
+    if (
+        not isinstance(colours, (tuple, list))
+        or len(colours) != 2
+        or not all(c is None or c in COLOURS for c in colours)
+    ):
+        raise ValueError(
+            "colours must be a pair, each None or one of "
+            f"{COLOURS}, got {colours!r:.60}"
+        )
 
 
 def referent(sentence_text: str) -> str:
@@ -104,6 +130,13 @@ def sentences_of(pairs) -> list:
     """Every sentence of the template for the given noun pairs: each pair
     with every colour choice (none or one of ``COLOURS``) before each noun
     and both adjectives."""
+    if not isinstance(pairs, (list, tuple)) or not all(
+        isinstance(pair, (tuple, list)) and len(pair) == 2 for pair in pairs
+    ):
+        raise TypeError(
+            "pairs must be a list of (thing, container) pairs, got "
+            f"{pairs!r:.60}"
+        )
     options = (None, *COLOURS)
     return [
         sentence(thing, container, adjective, (c1, c2))
@@ -116,6 +149,7 @@ def sentences_of(pairs) -> list:
 def encode(sentences) -> tuple:
     """Word ids (B, n) right-padded with 0 (padding is masked), the index of
     *it* (B,) and the position of the noun it refers to (B,)."""
+    _check_sentence_list(sentences)
     rows = [s.split() for s in sentences]
     n = max(len(r) for r in rows)
     ids = torch.zeros(len(rows), n, dtype=torch.long)
@@ -126,6 +160,32 @@ def encode(sentences) -> tuple:
         [r.index(referent(s)) for r, s in zip(rows, sentences)]
     )
     return ids, it_index, target
+
+
+def _check_sentence_list(sentences, name: str = "sentences") -> None:
+    """A non-empty list of sentences of the template, words of ``VOCAB``."""
+    if not isinstance(sentences, (list, tuple)) or not sentences:
+        raise TypeError(
+            f"{name} must be a non-empty list of sentences of the "
+            f"template, got {sentences!r:.60}"
+        )
+    for s in sentences:
+        require_text(f"each of {name}", s)
+        referent(s)  # of the template
+        words = s.split()
+        unknown = [w for w in words if w not in WORD_ID]
+        if unknown or "it" not in words:
+            raise ValueError(
+                f"every sentence of {name} must follow the template (words "
+                f"of VOCAB, with 'it'), got {s!r:.80}"
+            )
+
+
+def _require_model(model) -> None:
+    if not isinstance(model, ReferentModel):
+        raise TypeError(
+            f"model must be a ReferentModel, got {type(model).__name__}"
+        )
 
 
 class ReferentModel(nn.Module):
@@ -144,6 +204,11 @@ class ReferentModel(nn.Module):
     def __init__(self, d_model: int = 16):
         super().__init__()
         require_int("d_model", d_model, 2)
+        require_weights_fit(
+            f"ReferentModel (d_model={d_model})",
+            (len(VOCAB), d_model),
+            (6, d_model, d_model),
+        )
         self.embed = nn.Embedding(len(VOCAB), d_model)
         self.layers = nn.ModuleList(SelfAttention(d_model) for _ in range(2))
 
@@ -199,11 +264,17 @@ def train_referent_model(
     right noun; float64, one thread, seeded batches from
     ``train_sentences`` (default: every sentence of the training pairs of
     ``split_pairs()``)."""
-    require_int("steps", steps)
-    require_int("batch_size", batch_size)
+    require_training(seed=seed, steps=steps, batch_size=batch_size, lr=lr)
+    require_int("d_model", d_model, 2)
     if train_sentences is None:
         train_sentences = sentences_of(split_pairs()[0])
+    _check_sentence_list(train_sentences, "train_sentences")
     ids, it_index, target = encode(train_sentences)
+    require_matrix_fits(
+        f"a batch of batch_size={batch_size} sentences",
+        (batch_size, ids.shape[1]),
+        torch.float64,
+    )
     with seeded(seed):
         model = ReferentModel(d_model).double()
     generator = seeded_generator(seed)
@@ -226,6 +297,7 @@ def accuracy(
 ) -> float:
     """Fraction of ``sentences`` where the row of *it* weights the right noun
     most."""
+    _require_model(model)
     ids, it_index, target = encode(sentences)
     row, _ = model(ids, it_index, use_first_layer)
     return float((row.argmax(-1) == target).double().mean())
@@ -235,6 +307,8 @@ def accuracy(
 def it_rows(model: ReferentModel, sentence_text: str) -> dict:
     """The words of one sentence, the attention rows of *it* in both layers
     (two tensors (n,)) and the word the model names."""
+    _require_model(model)
+    require_text("sentence_text", sentence_text)
     ids, it_index, _ = encode([sentence_text])
     _, weights = model(ids, it_index)
     i = int(it_index[0])

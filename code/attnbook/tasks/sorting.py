@@ -3,7 +3,6 @@ sorter ships as pinned weights (``python -m attnbook.train.sorter``)."""
 
 import io
 import json
-import os
 from importlib import resources
 from pathlib import Path
 
@@ -26,7 +25,8 @@ from .._random import (
 )
 from .._weights import load_pinned, read_pinned
 from ..measure.threads import torch_threads
-from ..nn.pointer import PointerNetwork, PositionClassifier, _check_values
+from ..nn.pointer import PointerNetwork, PositionClassifier, check_values
+from ._saved_models import check_saving, read_saved
 
 PRETRAINED_FILE = "pointer_sorter.pt"
 # SHA-256 of the shipped attnbook/data/pointer_sorter.pt; pretrained_sorter()
@@ -108,7 +108,7 @@ def scale_to_unit(
     1), so any input, e.g. 20, 5, 10, goes through this increasing map first:
     same order, familiar range.
     """
-    _check_values(x)
+    check_values(x)
     big = torch.finfo(x.dtype).max / 4
     require_finite_number("low", low, low=-big, high=big)
     require_finite_number("high", high, low=low, high=big, include_low=False)
@@ -274,19 +274,6 @@ def teacher_forced_training(
     return losses
 
 
-def _check_saving(model, path, info, model_class=PointerNetwork) -> None:
-    """model a ``model_class``, path a file path, info a dict or None."""
-    if not isinstance(model, model_class):
-        raise TypeError(
-            f"model must be a {model_class.__name__}, got "
-            f"{type(model).__name__}"
-        )
-    if not isinstance(path, (str, os.PathLike)) or not str(path):
-        raise TypeError(f"path must be a file path, got {path!r:.40}")
-    if info is not None and not isinstance(info, dict):
-        raise TypeError(f"info must be a dict or None, got {info!r:.40}")
-
-
 def save_sorter(model: PointerNetwork, path, info: dict | None = None) -> None:
     """Save the weights, the size and a dict of facts (recipe, accuracies) to
     ``path``.
@@ -295,7 +282,7 @@ def save_sorter(model: PointerNetwork, path, info: dict | None = None) -> None:
     (``torch.save`` to a path names the archive's inner folder after it): two
     runs give the same file.
     """
-    _check_saving(model, path, info)
+    check_saving(model, path, info, PointerNetwork)
     # Each tensor gets a storage of its own: a module's parameters may be views
     # of one shared storage, which torch.save would write whole, so the bytes
     # would depend on how they were made.
@@ -318,26 +305,7 @@ def save_sorter(model: PointerNetwork, path, info: dict | None = None) -> None:
 def load_sorter(path):
     """Load a model saved by ``save_sorter``. Returns (model in eval mode,
     info dict)."""
-    return _sorter_from(_read_saved(path, "sorter", "save_sorter"))
-
-
-def _read_saved(path, what: str, writer: str):
-    """What ``torch.load`` reads from ``path`` (tensors only), or a
-    ``ValueError`` naming ``what`` it should hold and ``writer``, the
-    function that writes such files."""
-    if not isinstance(path, (str, os.PathLike)) or not str(path):
-        raise TypeError(f"path must be a file path, got {path!r:.40}")
-    try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except FileNotFoundError:
-        raise
-    # torch's own message would suggest weights_only=False: never do that
-    except Exception as error:
-        raise ValueError(
-            f"{str(path):.80} could not be read as a saved {what} "
-            f"(truncated, damaged, or not written by {writer}): "
-            f"{type(error).__name__}"
-        ) from None
+    return _sorter_from(read_saved(path, "sorter", "save_sorter"))
 
 
 def _sorter_from(saved: dict):

@@ -30,7 +30,11 @@ from .._memory import require_weights_fit
 from .._random import restores_rng_on_error, seeded, seeded_generator
 from .._weights import weights_digest
 from ..measure.threads import torch_threads
-from ..nn.pointer import PointerNetwork, PositionClassifier, _check_inputs
+from ..nn.pointer import (
+    PointerNetwork,
+    PositionClassifier,
+    check_pointer_inputs,
+)
 from ..tasks.sorting import (
     BASELINE_RECIPE,
     BASELINE_SEEDS_FILE,
@@ -74,7 +78,7 @@ class IndexedPositionClassifier(PositionClassifier):
         self.where = nn.Embedding(max_positions, hidden_dim)
 
     def encode(self, x: torch.Tensor):
-        _check_inputs(self, x)
+        check_pointer_inputs(self, x)
         n = x.shape[-1]
         if n > self.max_positions:
             raise ValueError(

@@ -15,7 +15,6 @@ and exact-match accuracy per length; the chapter evaluates the shipped weights
 itself.
 """
 
-import argparse
 import hashlib
 import io
 import time
@@ -33,23 +32,19 @@ from ..tasks.copying import (
     copy_accuracy,
     train_bottleneck_model,
 )
+from ._results import training_arguments
 
 RECIPE = BOTTLENECK_RECIPE
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+    args, _, _ = training_arguments(
+        argv,
+        __doc__,
+        {"steps": RECIPE["steps"]},
+        "train.bottleneck",
+        check=False,
     )
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=None,
-        help="where to write the weights (default: the package's data)",
-    )
-    parser.add_argument("--steps", type=int, default=RECIPE["steps"])
-    args = parser.parse_args(argv)
     torch.set_num_threads(1)
     recipe = {**RECIPE, "steps": args.steps}
     low, high = COPY_LENGTHS

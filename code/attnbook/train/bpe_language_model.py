@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from .._weights import load_pinned, training_arguments, weights_digest
+from .._weights import load_pinned, weights_digest
 from ..tasks.bpe_language_model import (
     BPE_LANGUAGE_MODEL_FILE,
     BPE_LANGUAGE_MODEL_SHA256,
@@ -31,6 +31,7 @@ from ..tasks.bpe_language_model import (
 )
 from ..tasks.language_model import EVAL_EVERY, EVAL_WINDOWS, MODEL_CONFIG
 from ..tasks.text import corpus_split
+from ._results import training_arguments
 
 
 def report(model, bpe) -> dict:

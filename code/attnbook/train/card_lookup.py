@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from .._weights import training_arguments, weights_digest
+from .._weights import weights_digest
 from ..tasks.card_lookup import (
     CARD_LOOKUP_FILE,
     SHIPPED_RUNS,
@@ -34,6 +34,7 @@ from ..tasks.card_lookup import (
     run_name,
     train_card_lookup,
 )
+from ._results import training_arguments
 
 
 def describe(name: str, model: CardLookup) -> str:

@@ -27,10 +27,18 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from .._checks import require_training, require_translator
+from .._checks import (
+    require_text_pairs,
+    require_training,
+    require_translator,
+)
 from .._random import seeded_generator
-from .._weights import training_arguments, weights_digest
-from ..experiments.luong_bahdanau import training_targets, unseen_dates
+from .._weights import weights_digest
+from ..experiments.luong_bahdanau import (
+    require_unseen_size,
+    training_targets,
+    unseen_dates,
+)
 from ..measure.parameters import count_parameters
 from ..tasks.date_transformer import (
     DATE_TRANSFORMER_CONFIG,
@@ -38,6 +46,7 @@ from ..tasks.date_transformer import (
     DateTransformer,
     build_date_transformer,
 )
+from ._results import training_arguments
 
 TRAINING_RECIPE = dict(steps=1000, batch_size=64, lr=2e-3, warmup=100, seed=11)
 EVAL_DATES = 2000
@@ -61,6 +70,8 @@ def held_out_date_pairs(
     recipes instead: the held-out dates of another pair of training runs."""
     from .date_translator import RECIPE as RNN_RECIPE
 
+    require_unseen_size(size)
+
     runs = (
         (TRAINING_RECIPE, transformer_seed),
         (RNN_RECIPE, rnn_seed),
@@ -78,7 +89,8 @@ def held_out_date_pairs(
 def held_out_accuracy(translator, pairs) -> float:
     """Exact-match accuracy of ``translator.translate`` (greedy) on the
     (sources, targets) ``pairs``, 500 inputs at a time."""
-    sources, targets = pairs
+    require_translator(translator)
+    sources, targets = require_text_pairs("pairs", pairs)
     outputs = translations(translator, sources)
     return sum(o == t for o, t in zip(outputs, targets)) / len(targets)
 

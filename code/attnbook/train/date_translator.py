@@ -17,7 +17,6 @@ training, pin the printed digest as ``TRANSLATOR_SHA256`` in
 ``attnbook/tasks/date_translator.py``.
 """
 
-import argparse
 import hashlib
 import io
 import time
@@ -41,6 +40,7 @@ from ..tasks.dates import (
     date_batch,
     random_date_pairs,
 )
+from ._results import training_arguments
 
 RECIPE = {
     "embed_dim": 32,
@@ -138,22 +138,7 @@ def serialise(model: Seq2Seq, recipe: dict) -> bytes:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=None,
-        help="where to write the weights (default: the package's data)",
-    )
-    parser.add_argument(
-        "--check",
-        action="store_true",
-        help="only evaluate the shipped weights",
-    )
-    args = parser.parse_args(argv)
+    args, _, _ = training_arguments(argv, __doc__, {}, "train.date_translator")
     torch.set_num_threads(1)
     if args.check:
         from ..tasks.date_translator import pretrained_date_translator

@@ -16,7 +16,7 @@ import time
 
 import torch
 
-from .._weights import training_arguments, weights_digest
+from .._weights import weights_digest
 from ..tasks.convex_hull import (
     PRETRAINED_FILE,
     TRAINING_RECIPE,
@@ -25,7 +25,7 @@ from ..tasks.convex_hull import (
     save_hull_pointer,
     train_hull_pointer,
 )
-from ._results import DATA
+from ._results import DATA, training_arguments
 
 EVAL_LENGTHS = (5, 10, 15, 20)
 EVAL_SETS = 1000

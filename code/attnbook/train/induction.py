@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from .._weights import training_arguments, weights_digest
+from .._weights import weights_digest
 from ..tasks.induction import (
     CHECKPOINTS,
     INDUCTION_FILE,
@@ -34,6 +34,7 @@ from ..tasks.induction import (
     models_from,
     train_induction,
 )
+from ._results import training_arguments
 
 
 def report(two_layer, one_layer) -> dict:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import torch
 
-from .._weights import load_pinned, training_arguments, weights_digest
+from .._weights import load_pinned, weights_digest
 from ..tasks.language_model import (
     EVAL_EVERY,
     EVAL_WINDOWS,
@@ -46,6 +46,7 @@ from ..tasks.text import (
     corpus_split,
     unigram_bits_per_char,
 )
+from ._results import training_arguments
 
 
 def report(model) -> float:

@@ -23,7 +23,8 @@ from pathlib import Path
 
 import torch
 
-from .._weights import training_arguments, weights_digest
+from .._checks import require_saved
+from .._weights import weights_digest
 from ..tasks.order_classifier import (
     ORDER_CLASSIFIER_FILE,
     TRAINING_RECIPE,
@@ -33,6 +34,7 @@ from ..tasks.order_classifier import (
     train_order_classifier,
     training_sequences,
 )
+from ._results import training_arguments
 
 HELD_OUT_SEED = 123  # the chapter's held-out set: 2,000 sequences, seed 123
 
@@ -40,6 +42,7 @@ HELD_OUT_SEED = 123  # the chapter's held-out set: 2,000 sequences, seed 123
 def held_out_accuracy(model, recipe=TRAINING_RECIPE) -> float:
     """Accuracy on the chapter's held-out set: 2,000 sequences drawn with
     seed 123, none of them in the recipe's training stream."""
+    require_saved("recipe", recipe, "steps", "batch_size", "seed", "max_len")
     seen = training_sequences(
         recipe["steps"],
         recipe["batch_size"],

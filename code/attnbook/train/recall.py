@@ -26,6 +26,7 @@ import time
 
 import torch
 
+from .._checks import require_saved
 from ..tasks.recall import (
     CURVE_EVERY,
     EVAL_SEED,
@@ -63,6 +64,10 @@ def _run(job: tuple) -> dict:
 
 def results_json(records: list) -> str:
     """The shipped file's text: the settings and every run, sorted."""
+    if not isinstance(records, (list, tuple)):
+        raise TypeError(f"records must be a list of runs, got {records!r:.40}")
+    for record in records:
+        require_saved("each of records", record, "model", "key_dim", "seed")
     names = list(MODELS)
     records = sorted(
         records,

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import torch
 
-from .._weights import training_arguments, weights_digest
+from .._checks import require_int
+from .._weights import weights_digest
 from ..tasks.sorting import (
     TRAINING_RECIPE,
     load_sorter,
@@ -28,6 +29,7 @@ from ..tasks.sorting import (
     sorting_accuracy,
     train_sorter,
 )
+from ._results import training_arguments
 
 EVAL_LENGTHS = (5, 10, 15, 20)
 EVAL_SEQUENCES = 4000
@@ -37,6 +39,12 @@ EVAL_SEED = 1234
 def evaluate(model, lengths=EVAL_LENGTHS) -> dict:
     """Exact-match accuracy (share of whole permutations right) at each
     evaluation length."""
+    if not isinstance(lengths, (list, tuple, range)) or not lengths:
+        raise TypeError(
+            f"lengths must be a non-empty list of ints, got {lengths!r:.40}"
+        )
+    for n in lengths:
+        require_int("each of lengths", n)
     return {
         n: sorting_accuracy(model, n, EVAL_SEQUENCES, seed=EVAL_SEED + n)
         for n in lengths
