@@ -35,8 +35,7 @@ def test_bad_input_is_refused_by_name():
     import pytest
 
     good = {"RNN": [1.0, 2.0], "self-attention": [1.0, 4.0]}
-    # figures another test of this worker left open are not this test's
-    before = plt.get_fignums()
+    figures = plt.get_fignums()
     for kwargs, name in (
         (dict(lengths=[], times=good), "lengths"),
         (dict(lengths=None, times=good), "lengths"),
@@ -46,4 +45,4 @@ def test_bad_input_is_refused_by_name():
     ):
         with pytest.raises((TypeError, ValueError), match=name):
             plot_layer_times(**kwargs)
-    assert plt.get_fignums() == before  # refused before a figure was opened
+    assert plt.get_fignums() == figures  # refused before a figure opened
