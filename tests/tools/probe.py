@@ -1865,6 +1865,24 @@ fn(
     name=lambda: next(iter(_loaded("card_saved")["models"])),
     model=lambda: shipped("card_lookup"),
 )
+# two steps, not the grid's hundreds: one valid call is seconds, not minutes
+fn(
+    "train.card_heads_budget.run_budget",
+    num_heads=2,
+    lr=1e-3,
+    steps=2,
+    seed=0,
+)
+fn(
+    "train.card_heads_budget.budget_json",
+    records=[{"num_heads": 1, "lr": 1e-3, "steps": 600, "seed": 0}],
+)
+fn(
+    "train.card_heads_budget.best_budgets",
+    results=lambda: resolve(
+        "attnbook.train.card_heads_budget.budget_results"
+    )(),
+)
 LIB = pathlib.Path(PACKAGE_DIR)
 fn("train.corpus.module_files", lib=LIB)
 fn("train.corpus.module_name", path=LIB / "core" / "attention.py", lib=LIB)
