@@ -170,8 +170,11 @@ def test_peak_memory_keeps_one_measuring_process_between_calls():
     if not os.path.exists("/proc/self/clear_refs"):
         pytest.skip("one process per call where the peak cannot be reset")
     worker = attention_memory._MEASURING_PROCESS
-    first = peak_memory("attention", [64], d=8)
+    attention_memory.start_measuring_process()  # returns before it is ready
     process = worker._process
+    attention_memory.start_measuring_process()  # already running: kept
+    assert worker._process is process
+    first = peak_memory("attention", [64], d=8)
     assert process is not None and process.poll() is None
     with pytest.raises(RuntimeError, match="memory measurement failed"):
         peak_memory("attention", [64], d=8, dtype="int64")
