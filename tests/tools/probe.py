@@ -642,6 +642,7 @@ fn(
     d=4,
     chunk_size=4,
 )
+fn("experiments.attention_memory.start_measuring_process")
 fn("experiments.io_traffic.on_chip_numbers", rows=4, cols=4, d=8, d_v=8)
 fn("experiments.io_traffic.block_sizes", sram_size=256, d=8, d_v=8)
 fn("experiments.io_traffic.plain_attention_traffic", n_q=5, n_k=6, d=4, d_v=3)
