@@ -376,12 +376,9 @@ def require_training(**settings) -> None:
             )
 
 
-def require_qkv(queries, keys, values) -> None:
-    """queries (..., n_q, d_k), keys (..., n, d_k), values (..., n, d_v):
-    float tensors of one dtype with matching feature sizes and as many keys
-    as values (``ValueError``/``TypeError`` naming the one at fault)."""
-    require_sequences(queries=queries, keys=keys, values=values)
-    require_same_dtype(queries=queries, keys=keys, values=values)
+def require_same_features(queries, keys) -> None:
+    """queries (..., d) and keys (..., d) of one feature size d (what a dot
+    product needs): ``ValueError`` naming both sizes otherwise."""
     require_same_size(
         "feature sizes of queries and keys",
         "queries",
@@ -389,6 +386,15 @@ def require_qkv(queries, keys, values) -> None:
         "keys",
         keys.shape[-1],
     )
+
+
+def require_qkv(queries, keys, values) -> None:
+    """queries (..., n_q, d_k), keys (..., n, d_k), values (..., n, d_v):
+    float tensors of one dtype with matching feature sizes and as many keys
+    as values (``ValueError``/``TypeError`` naming the one at fault)."""
+    require_sequences(queries=queries, keys=keys, values=values)
+    require_same_dtype(queries=queries, keys=keys, values=values)
+    require_same_features(queries, keys)
     require_same_size(
         "number of keys and values",
         "keys",

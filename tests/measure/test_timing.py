@@ -188,3 +188,32 @@ def test_require_count_checks_its_minimum():
     for minimum in (None, "3", 2.5, True):
         with pytest.raises(TypeError, match="minimum"):
             require_count("repeats", 3, minimum=minimum)
+
+
+def test_peak_memory_keeps_one_measuring_process_between_calls():
+    """Importing torch costs more than a small measurement: on Linux one
+    process serves the calls one after another; a request that fails there
+    raises and leaves it serving, and a closed one is started again."""
+    import os
+
+    from attnbook.experiments import attention_memory
+
+    if not os.path.exists("/proc/self/clear_refs"):
+        pytest.skip("one process per call where the peak cannot be reset")
+    worker = attention_memory._MEASURING_PROCESS
+    attention_memory.start_measuring_process()  # returns before it is ready
+    process = worker._process
+    attention_memory.start_measuring_process()  # already running: kept
+    assert worker._process is process
+    first = peak_memory("attention", [64], d=8)
+    assert process is not None and process.poll() is None
+    with pytest.raises(RuntimeError, match="memory measurement failed"):
+        peak_memory("attention", [64], d=8, dtype="int64")
+    second = peak_memory("chunked_attention", [64], d=8, backward=True)
+    assert worker._process is process  # the same process served all three
+    assert set(first) == {"attention"} and set(second) == {"chunked_attention"}
+    assert first["attention"][64] >= 0 and second["chunked_attention"][64] >= 0
+    worker.close()
+    assert process.poll() is not None  # ended when its input closed
+    assert peak_memory("attention", [64], d=8)["attention"][64] >= 0
+    assert worker._process is not process

@@ -642,6 +642,7 @@ fn(
     d=4,
     chunk_size=4,
 )
+fn("experiments.attention_memory.start_measuring_process")
 fn("experiments.io_traffic.on_chip_numbers", rows=4, cols=4, d=8, d_v=8)
 fn("experiments.io_traffic.block_sizes", sram_size=256, d=8, d_v=8)
 fn("experiments.io_traffic.plain_attention_traffic", n_q=5, n_k=6, d=4, d_v=3)
@@ -1864,6 +1865,24 @@ fn(
     "train.card_lookup.describe",
     name=lambda: next(iter(_loaded("card_saved")["models"])),
     model=lambda: shipped("card_lookup"),
+)
+# two steps, not the grid's hundreds: one valid call is seconds, not minutes
+fn(
+    "train.card_heads_budget.run_budget",
+    num_heads=2,
+    lr=1e-3,
+    steps=2,
+    seed=0,
+)
+fn(
+    "train.card_heads_budget.budget_json",
+    records=[{"num_heads": 1, "lr": 1e-3, "steps": 600, "seed": 0}],
+)
+fn(
+    "train.card_heads_budget.best_budgets",
+    results=lambda: resolve(
+        "attnbook.train.card_heads_budget.budget_results"
+    )(),
 )
 LIB = pathlib.Path(PACKAGE_DIR)
 fn("train.corpus.module_files", lib=LIB)

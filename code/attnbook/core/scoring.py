@@ -16,6 +16,7 @@ from .._checks import (
     require_int,
     require_module_dtype,
     require_same_dtype,
+    require_same_features,
     require_same_size,
     require_sequences,
 )
@@ -33,16 +34,6 @@ def _check_pair(queries: torch.Tensor, keys: torch.Tensor) -> None:
         "the score matrix",
         (*batch, queries.shape[-2], keys.shape[-2]),
         queries.dtype,
-    )
-
-
-def _check_same_features(queries, keys) -> None:
-    require_same_size(
-        "feature sizes of queries and keys",
-        "queries",
-        queries.shape[-1],
-        "keys",
-        keys.shape[-1],
     )
 
 
@@ -69,7 +60,7 @@ def dot_score(queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
     queries: (..., n_q, d), keys: (..., n_k, d). Returns (..., n_q, n_k).
     """
     _check_pair(queries, keys)
-    _check_same_features(queries, keys)
+    require_same_features(queries, keys)
     return queries @ keys.transpose(-2, -1)
 
 
@@ -88,7 +79,7 @@ def scaled_dot_score(
             "scaled scores need a feature size d >= 1 (they divide by "
             f"sqrt(d)), got queries {tuple(queries.shape)}"
         )
-    _check_same_features(queries, keys)
+    require_same_features(queries, keys)
     scale = 1.0 / math.sqrt(queries.shape[-1])
     return (queries * scale) @ keys.transpose(-2, -1)
 

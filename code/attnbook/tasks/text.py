@@ -39,11 +39,29 @@ TOKEN_ID = {c: i for i, c in enumerate(VOCAB)}
 _SMALLER = "use a smaller batch_size, or"
 
 
+# id of each byte value, -1 for the bytes that are no token
+_ID_OF_BYTE = torch.full((256,), -1, dtype=torch.int64)
+_ID_OF_BYTE[[ord(c) for c in VOCAB]] = torch.arange(len(VOCAB))
+
+
 def encode(text: str) -> torch.Tensor:
     """Token ids (n,) int64 of a string; ``ValueError`` names the first
     character outside ``VOCAB``."""
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
+    if not text.isascii():
+        return _encode_slowly(text)  # names the first character outside
+    if not text:
+        return torch.zeros(0, dtype=torch.int64)
+    # One table lookup for the whole text, not one per character.
+    codes = torch.frombuffer(bytearray(text, "ascii"), dtype=torch.uint8)
+    ids = _ID_OF_BYTE[codes.long()]
+    if (ids < 0).any():
+        return _encode_slowly(text)
+    return ids
+
+
+def _encode_slowly(text: str) -> torch.Tensor:
     try:
         return torch.tensor([TOKEN_ID[c] for c in text], dtype=torch.int64)
     except KeyError as error:
