@@ -1508,6 +1508,7 @@ fn(
     model=lambda: resolve("attnbook.nn.seq2seq.Seq2Seq")(13, 13, 8, 8),
     make_batch=_copy_batches,
     steps=1,
+    stop_after=1,
 )
 
 # tasks
@@ -1884,6 +1885,10 @@ fn(
         "attnbook.train.card_heads_budget.budget_results"
     )(),
 )
+fn("train.quick_date_model.quick_model")
+# one of the 100 steps: the prefix the chapter checks, shortened
+fn("train.quick_date_model.train_quick_model", steps=1)
+fn("train.quick_date_model.pretrained_quick_model")
 LIB = pathlib.Path(PACKAGE_DIR)
 fn("train.corpus.module_files", lib=LIB)
 fn("train.corpus.module_name", path=LIB / "core" / "attention.py", lib=LIB)

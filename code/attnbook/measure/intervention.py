@@ -55,7 +55,7 @@ def attention_intervention(translator, texts, rows):
         isinstance(t, str) for t in texts
     ):
         raise TypeError(f"texts must be a list of strings, got {texts!r:.40}")
-    if not isinstance(rows, (list, tuple, range)):
+    if isinstance(rows, (str, bytes)) or not hasattr(rows, "__iter__"):
         raise TypeError(f"rows must be a list of ints, got {rows!r:.40}")
     rows = list(rows)
     for row in rows:

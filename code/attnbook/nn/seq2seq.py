@@ -305,6 +305,7 @@ def train_seq2seq(
     seed: int = 0,
     log_every: int = 0,
     after_step=None,
+    stop_after: int | None = None,
 ):
     """Train ``model`` with teacher forcing, Adam and a one-cycle learning rate
     for ``steps`` steps.
@@ -313,14 +314,21 @@ def train_seq2seq(
     batch; the generator is ``torch.Generator().manual_seed(seed)``. Gradients
     are clipped to norm 1. With a fixed thread count the result is bit-for-bit
     reproducible. after_step(step, model), if given, is called after every
-    step (step = 1, ..., steps), e.g. to evaluate along the way. Returns the
-    list of losses.
+    step (step = 1, ..., steps), e.g. to evaluate along the way. With
+    ``stop_after`` = k (1 <= k <= steps), only the first k steps of that run
+    are taken (same batches and schedule). Returns the list of losses.
     """
     if not isinstance(model, Seq2Seq):
         raise TypeError(f"model must be a Seq2Seq, got {type(model).__name__}")
     require_training(steps=steps, lr=lr, seed=seed)
     require_int("steps", steps)  # the one-cycle schedule needs a step
     require_int("log_every", log_every, minimum=0)
+    if stop_after is not None:
+        require_int("stop_after", stop_after)
+        if stop_after > steps:
+            raise ValueError(
+                f"stop_after must be at most steps = {steps}, got {stop_after}"
+            )
     if not callable(make_batch):
         raise TypeError(
             "make_batch must be a function of a generator, got "
@@ -338,7 +346,7 @@ def train_seq2seq(
     )
     model.train()
     losses = []
-    for i in range(steps):
+    for i in range(steps if stop_after is None else stop_after):
         loss = model.loss(*make_batch(generator))
         optimizer.zero_grad()
         loss.backward()
