@@ -36,6 +36,9 @@ DOCUMENT_SEPARATOR = "\f"
 HELD_OUT_EVERY = 10  # documents 9, 19, 29, ... are held out
 VOCAB = "\n" + "".join(chr(c) for c in range(32, 127))
 TOKEN_ID = {c: i for i, c in enumerate(VOCAB)}
+# byte value -> token id, -1 for bytes outside VOCAB (encode's fast path)
+_BYTE_ID = torch.full((256,), -1, dtype=torch.int64)
+_BYTE_ID[[ord(c) for c in VOCAB]] = torch.arange(len(VOCAB))
 _SMALLER = "use a smaller batch_size, or"
 
 
@@ -44,7 +47,14 @@ def encode(text: str) -> torch.Tensor:
     character outside ``VOCAB``."""
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
-    try:
+    if text and text.isascii():  # fast path: one table look-up per byte
+        raw = torch.frombuffer(
+            bytearray(text.encode("ascii")), dtype=torch.uint8
+        )
+        ids = _BYTE_ID[raw.long()]
+        if ids.min() >= 0:
+            return ids
+    try:  # the slow path names the first character outside VOCAB
         return torch.tensor([TOKEN_ID[c] for c in text], dtype=torch.int64)
     except KeyError as error:
         raise ValueError(
