@@ -74,11 +74,7 @@ def qk_circuit(layer, head: int, query_inputs, key_inputs) -> torch.Tensor:
     inputs (b, E): query_inputs W_Q^hT W_K^h key_inputs^T / sqrt(d_k), as
     ``scaled_dot_score`` scores them (no mask, no softmax)."""
     m = head_matrices(layer, head)
-    _check_inputs("query_inputs", query_inputs, layer.embed_dim)
-    _check_inputs("key_inputs", key_inputs, layer.embed_dim)
-    require_module_dtype(
-        layer, query_inputs=query_inputs, key_inputs=key_inputs
-    )
+    _check_inputs(layer, query_inputs=query_inputs, key_inputs=key_inputs)
     queries, keys = query_inputs @ m["q"].T, key_inputs @ m["k"].T
     return queries @ keys.T / math.sqrt(layer.head_dim)
 
@@ -88,19 +84,20 @@ def ov_circuit(layer, head: int, inputs, unembed) -> torch.Tensor:
     1 to each of the inputs (a, E): inputs W_V^hT W_O^hT unembed^T, with
     ``unembed`` (V, E) the model's unembedding matrix."""
     m = head_matrices(layer, head)
-    _check_inputs("inputs", inputs, layer.embed_dim)
-    _check_inputs("unembed", unembed, layer.embed_dim)
-    require_module_dtype(layer, inputs=inputs, unembed=unembed)
+    _check_inputs(layer, inputs=inputs, unembed=unembed)
     return inputs @ m["v"].T @ m["o"].T @ unembed.T
 
 
-def _check_inputs(name, inputs, embed_dim) -> None:
-    require_float(name, inputs)
-    if inputs.dim() != 2 or inputs.shape[1] != embed_dim:
-        raise ValueError(
-            f"{name} must have shape (a, {embed_dim}), got "
-            f"{tuple(inputs.shape)}"
-        )
+def _check_inputs(layer, **inputs) -> None:
+    """Each input (a, embed_dim), a float tensor of the layer's dtype."""
+    for name, x in inputs.items():
+        require_float(name, x)
+        if x.dim() != 2 or x.shape[1] != layer.embed_dim:
+            raise ValueError(
+                f"{name} must have shape (a, {layer.embed_dim}), got "
+                f"{tuple(x.shape)}"
+            )
+    require_module_dtype(layer, **inputs)
 
 
 @torch.no_grad()
