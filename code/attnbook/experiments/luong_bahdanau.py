@@ -107,7 +107,7 @@ def unseen_dates(size: int, seed: int, seen: set):
     if len(sources) < size:
         raise ValueError(
             f"found only {len(sources)} of {size} dates outside seen "
-            f"({len(seen):,} dates) in {_MAX_ROUNDS * 1000:,} draws"
+            f"({len(seen):,} dates) in {MOST_UNSEEN:,} draws"
         )
     return sources, targets
 
